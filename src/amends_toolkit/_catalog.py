@@ -1,0 +1,133 @@
+"""The catalog's JSON: definitions, operations and decisions as data a host stores.
+
+One private ``cattrs`` converter writes camelCase keys and leaves out a hint the source did not
+give; reading refuses an unknown key or a value of the wrong type with a :class:`CatalogError`
+that names it. Modules above this one (HTTP operations) register their classes with
+:func:`register`.
+"""
+
+from __future__ import annotations
+
+import re
+
+from collections.abc import Callable
+from typing import Any, TypeVar, cast, get_args
+
+import cattrs
+from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
+
+from amends_toolkit._definitions import Annotations, Decision, ToolDefinition
+from amends_toolkit._errors import CatalogError
+from amends_toolkit._json import JsonObject, JsonValue
+
+__all__ = ("dump", "load", "register")
+
+T = TypeVar("T")
+
+_converter = cattrs.Converter(forbid_extra_keys=True)
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part.title() for part in rest)
+
+
+def _json_object(value: object, _type: object) -> JsonObject:
+    if not isinstance(value, dict) or not all(isinstance(key, str) for key in value):
+        raise TypeError(f"expected a JSON object, got {type(value).__name__}")
+    return cast(JsonObject, value)
+
+
+def _strict(kind: type) -> Callable[[object, object], Any]:
+    # cattrs would turn 1 into "1" or True; a stored catalog must say what it means.
+    def structure(value: object, _type: object) -> Any:
+        if kind is float and isinstance(value, int) and not isinstance(value, bool):
+            return float(value)
+        if not isinstance(value, kind) or (kind is not bool and isinstance(value, bool)):
+            raise TypeError(f"expected {kind.__name__}, got {type(value).__name__}")
+        return value
+
+    return structure
+
+
+for _kind in (str, int, float, bool):
+    _converter.register_structure_hook(_kind, _strict(_kind))
+
+
+def _decision(value: object, _type: object) -> Decision:
+    if value not in get_args(Decision):
+        raise ValueError(f"expected one of allow, approve, block, got {value!r}")
+    return cast(Decision, value)
+
+
+_converter.register_structure_hook_func(lambda kind: kind == Decision, _decision)
+
+
+def register(cls: type[Any], *, omit_none: bool = False, **overrides: Any) -> None:
+    """Teach the catalog an attrs class: camelCase keys, extra keys refused.
+
+    ``omit_none`` leaves out attributes that are ``None`` (hints a source did not give, so that a
+    reader's default applies). ``overrides`` are cattrs ``override(...)`` values by attribute
+    name, for keys or hooks of their own.
+    """
+    fields = {
+        field.name: overrides.get(field.name, override(rename=_camel(field.name)))
+        for field in cls.__attrs_attrs__
+    }
+    unstructure = make_dict_unstructure_fn(cls, _converter, **fields)
+    if omit_none:
+        base = unstructure
+
+        def unstructure(value: Any) -> dict[str, Any]:
+            return {key: item for key, item in base(value).items() if item is not None}
+
+    _converter.register_unstructure_hook(cls, unstructure)
+    _converter.register_structure_hook(
+        cls, make_dict_structure_fn(cls, _converter, _cattrs_forbid_extra_keys=True, **fields)
+    )
+
+
+register(Annotations, omit_none=True)
+register(
+    ToolDefinition,
+    input_schema=override(rename="inputSchema", struct_hook=_json_object),
+)
+
+
+def dump(value: object) -> JsonValue:
+    """The catalog JSON of a definition, an operation, a decision, or a list or dict of them.
+
+    The result is JSON data (dicts and lists), not text; an input schema is kept exactly as the
+    source gave it.
+    """
+    if isinstance(value, (list, tuple)):
+        return [dump(item) for item in value]
+    if isinstance(value, dict):
+        return {str(key): dump(item) for key, item in value.items()}
+    return cast(JsonValue, _converter.unstructure(value))
+
+
+def load(cls: type[T], data: object) -> T:
+    """Read catalog JSON back as ``cls`` (``at.ToolDefinition``, ``list[at.ToolDefinition]``,
+    ``at.http.Operation``, ``at.Decision`` ...).
+
+    Raises:
+        CatalogError: an unknown key, a missing key or a value of the wrong type, named by its
+            path in the data (``$.annotations.readOnly``).
+    """
+    name = "Decision" if cls == Decision else getattr(cls, "__name__", repr(cls))
+    if hasattr(cls, "__attrs_attrs__") and not isinstance(data, dict):
+        raise CatalogError(f"cannot read {name}: expected a JSON object, got {type(data).__name__}")
+    try:
+        return cast(T, _converter.structure(data, cls))
+    except cattrs.BaseValidationError as error:
+        details = "; ".join(_camel_path(line) for line in cattrs.transform_error(error))
+    except (TypeError, ValueError, KeyError) as error:
+        details = str(error)
+    raise CatalogError(f"cannot read {name}: {details}")
+
+
+def _camel_path(line: str) -> str:
+    # cattrs names attributes; the stored JSON, and so the reader, knows camelCase keys.
+    message, _, path = line.rpartition(" @ ")
+    return f"{message} @ {re.sub(r'[a-z0-9]+(?:_[a-z0-9]+)+', lambda m: _camel(m[0]), path)}"

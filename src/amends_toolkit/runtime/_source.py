@@ -1,0 +1,48 @@
+"""The one shape of every tool source."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from contextlib import AbstractAsyncContextManager
+from typing import Protocol, runtime_checkable
+
+from amends_toolkit._definitions import ToolDefinition
+from amends_toolkit._json import JsonObject, JsonValue
+
+__all__ = ("Lifespan", "ToolSource")
+
+
+@runtime_checkable
+class ToolSource(Protocol):
+    """A source of tools: a name, ``discover`` and ``call``.
+
+    Both methods raise :class:`~amends_toolkit.ToolSourceError` (a reason of it) for every failure
+    of the source; any other exception is a defect. Cancellation stops the work and propagates.
+    """
+
+    @property
+    def name(self) -> str:
+        """The source's name, which prefixes its tools' names in an assembly."""
+        ...
+
+    async def discover(self) -> Sequence[ToolDefinition]:
+        """Ask the source which tools it has now: the catalog a host stores and refreshes."""
+        ...
+
+    async def call(self, tool: str, input: JsonObject) -> JsonValue:
+        """Run one tool with an input object and return the JSON it answers."""
+        ...
+
+
+@runtime_checkable
+class Lifespan(Protocol):
+    """A source that holds something while it runs (a process, a session) may implement this.
+
+    The actor enters ``lifespan()`` before it serves a message and leaves it when it stops or
+    restarts; an exception raised inside it (by a task it started) crashes the actor, which its
+    supervisor restarts.
+    """
+
+    def lifespan(self) -> AbstractAsyncContextManager[None]:
+        """Hold the source's resources while the actor runs."""
+        ...
