@@ -9,16 +9,18 @@ that names it. Modules above this one (HTTP operations) register their classes w
 from __future__ import annotations
 
 import re
-
-from collections.abc import Callable
-from typing import Any, TypeVar, cast, get_args
+from typing import TYPE_CHECKING, Any, TypeVar, cast, get_args, overload
 
 import cattrs
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
 from amends_toolkit._definitions import Annotations, Decision, ToolDefinition
 from amends_toolkit._errors import CatalogError
-from amends_toolkit._json import JsonObject, JsonValue
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from amends_toolkit._json import JsonObject, JsonValue
 
 __all__ = ("dump", "load", "register")
 
@@ -35,7 +37,7 @@ def _camel(name: str) -> str:
 def _json_object(value: object, _type: object) -> JsonObject:
     if not isinstance(value, dict) or not all(isinstance(key, str) for key in value):
         raise TypeError(f"expected a JSON object, got {type(value).__name__}")
-    return cast(JsonObject, value)
+    return cast("JsonObject", value)
 
 
 def _strict(kind: type) -> Callable[[object, object], Any]:
@@ -57,7 +59,7 @@ for _kind in (str, int, float, bool):
 def _decision(value: object, _type: object) -> Decision:
     if value not in get_args(Decision):
         raise ValueError(f"expected one of allow, approve, block, got {value!r}")
-    return cast(Decision, value)
+    return cast("Decision", value)
 
 
 _converter.register_structure_hook_func(lambda kind: kind == Decision, _decision)
@@ -104,10 +106,14 @@ def dump(value: object) -> JsonValue:
         return [dump(item) for item in value]
     if isinstance(value, dict):
         return {str(key): dump(item) for key, item in value.items()}
-    return cast(JsonValue, _converter.unstructure(value))
+    return cast("JsonValue", _converter.unstructure(value))
 
 
-def load(cls: type[T], data: object) -> T:
+@overload
+def load(cls: type[T], data: object) -> T: ...
+@overload
+def load(cls: object, data: object) -> object: ...
+def load(cls: object, data: object) -> object:
     """Read catalog JSON back as ``cls`` (``at.ToolDefinition``, ``list[at.ToolDefinition]``,
     ``at.http.Operation``, ``at.Decision`` ...).
 
@@ -115,11 +121,11 @@ def load(cls: type[T], data: object) -> T:
         CatalogError: an unknown key, a missing key or a value of the wrong type, named by its
             path in the data (``$.annotations.readOnly``).
     """
-    name = "Decision" if cls == Decision else getattr(cls, "__name__", repr(cls))
+    name = "Decision" if cls is Decision else getattr(cls, "__name__", repr(cls))
     if hasattr(cls, "__attrs_attrs__") and not isinstance(data, dict):
         raise CatalogError(f"cannot read {name}: expected a JSON object, got {type(data).__name__}")
     try:
-        return cast(T, _converter.structure(data, cls))
+        return _converter.structure(data, cast("type[object]", cls))
     except cattrs.BaseValidationError as error:
         details = "; ".join(_camel_path(line) for line in cattrs.transform_error(error))
     except (TypeError, ValueError, KeyError) as error:

@@ -24,10 +24,12 @@ reason's default message for the others, whose description may name an address o
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
-from amends_toolkit._json import JsonValue
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
+    from amends_toolkit._json import JsonValue
 
 __all__ = (
     "AuthenticationError",

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from typing import TypeAlias, Union
+from typing import TypeAlias
 
-JsonValue: TypeAlias = Union[  # noqa: UP007 - a recursive alias must be evaluable at run time
-    None, bool, int, float, str, list["JsonValue"], dict[str, "JsonValue"]
-]
+JsonValue: TypeAlias = bool | int | float | str | list["JsonValue"] | dict[str, "JsonValue"] | None
 """Any JSON value as Python reads it with :func:`json.loads`."""
 
 JsonObject: TypeAlias = dict[str, JsonValue]

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from contextlib import AbstractAsyncContextManager
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from amends_toolkit._definitions import ToolDefinition
-from amends_toolkit._json import JsonObject, JsonValue
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from contextlib import AbstractAsyncContextManager
+
+    from amends_toolkit._definitions import ToolDefinition
+    from amends_toolkit._json import JsonObject, JsonValue
 
 __all__ = ("Lifespan", "ToolSource")
 

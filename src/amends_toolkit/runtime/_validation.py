@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import json
 import weakref
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jsonschema_rs
 
-from amends_toolkit._json import JsonObject, JsonValue
 from amends_toolkit._log import get_logger
+
+if TYPE_CHECKING:
+    from amends_toolkit._json import JsonObject, JsonValue
 
 __all__ = ("InputValidator", "validator_for")
 

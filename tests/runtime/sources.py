@@ -1,0 +1,86 @@
+"""In-process tool sources for the runtime's tests, each scripted by events, never by sleeps."""
+
+from __future__ import annotations
+
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING
+
+import anyio
+
+import amends_toolkit as at
+from amends_toolkit import JsonObject, JsonValue
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator, Sequence
+
+SCHEMA: JsonObject = {"type": "object", "properties": {"text": {"type": "string"}}}
+
+
+class Scripted:
+    """``echo`` answers its text; ``wait`` waits for ``release``; ``boom`` is a defect;
+    ``fail`` raises CallFailedError; ``stubborn`` ignores cancellation until ``release``."""
+
+    def __init__(self, name: str = "scripted") -> None:
+        self.name = name
+        self.release = anyio.Event()
+        self.started = 0
+        self.cancelled = 0
+        self.calls: list[str] = []
+        self.discovers = 0
+
+    async def discover(self) -> Sequence[at.ToolDefinition]:
+        self.discovers += 1
+        return [
+            at.ToolDefinition(name=tool, description=f"the {tool} tool", input_schema=SCHEMA)
+            for tool in ("echo", "wait", "boom", "fail", "stubborn")
+        ]
+
+    async def call(self, tool: str, input: JsonObject) -> JsonValue:
+        self.calls.append(tool)
+        if tool == "echo":
+            return {"text": input.get("text")}
+        if tool == "wait":
+            self.started += 1
+            try:
+                await self.release.wait()
+            except anyio.get_cancelled_exc_class():
+                self.cancelled += 1
+                raise
+            return "released"
+        if tool == "boom":
+            raise RuntimeError("a bug in the source")
+        if tool == "fail":
+            raise at.CallFailedError(source=self.name, message="it failed, as asked")
+        if tool == "stubborn":
+            self.started += 1
+            with anyio.CancelScope(shield=True):
+                await self.release.wait()
+            return "late"
+        raise at.NotFoundError(source=self.name, message=f"no tool {tool}")
+
+
+class Crashing(Scripted):
+    """A source whose lifespan runs a task that crashes when ``crash`` is set."""
+
+    def __init__(self) -> None:
+        super().__init__("crashing")
+        self.crash = anyio.Event()
+        self.entered = 0
+        self.left = 0
+
+    @asynccontextmanager
+    async def lifespan(self) -> AsyncIterator[None]:
+        self.entered += 1
+        self.crash = anyio.Event()
+
+        async def watch() -> None:
+            await self.crash.wait()
+            raise OSError("the process died")
+
+        try:
+            async with anyio.create_task_group() as tasks:
+                tasks.start_soon(watch)
+                yield
+                tasks.cancel_scope.cancel()
+        finally:
+            self.left += 1
