@@ -22,9 +22,11 @@ from amends_toolkit._errors import (
     UnsupportedError,
 )
 from amends_toolkit._json import JsonObject, JsonValue
-from amends_toolkit.runtime import ToolSource
+from amends_toolkit.runtime import ActorRef, ActorStatistics, Restart, Runtime, ToolSource
 
 __all__ = (
+    "ActorRef",
+    "ActorStatistics",
     "Annotations",
     "AuthenticationError",
     "CallFailedError",
@@ -37,6 +39,8 @@ __all__ = (
     "JsonValue",
     "NameClash",
     "NotFoundError",
+    "Restart",
+    "Runtime",
     "ToolDefinition",
     "ToolSource",
     "ToolSourceError",
