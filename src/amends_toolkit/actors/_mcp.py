@@ -1,0 +1,509 @@
+"""The MCP source over Streamable HTTP, in both eras of the protocol.
+
+It speaks the stateless protocol of 2026-07-28 to a server that does, which it finds out with
+``server/discover`` when it first needs the server; any other server is spoken to in a session
+begun with ``initialize`` (2025-11-25, 2025-06-18, 2025-03-26 or 2024-11-05). It lists tools with
+``tools/list`` and runs them with ``tools/call`` and does nothing else of MCP.
+
+Its state (the era found, the session, the header marks it last listed) belongs to the source and
+is changed only by its own methods; era discovery and beginning a session run under one lock,
+so concurrent first calls discover once. The actor that runs it holds :meth:`lifespan`, whose end
+ends the session with DELETE (bounded and shielded).
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import math
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Final, Literal, TypeVar
+from urllib.parse import urlsplit
+
+import anyio
+import attrs
+
+from amends_toolkit._errors import (
+    CallFailedError,
+    InvalidResponseError,
+    NotFoundError,
+    UnavailableError,
+    UnsupportedError,
+)
+from amends_toolkit._log import get_logger
+from amends_toolkit.protocols.mcp._errors import (
+    error_for_rpc,
+    error_for_status,
+    parse_retry_after,
+)
+from amends_toolkit.protocols.mcp._headers import HeaderMark, encode_value, param_headers
+from amends_toolkit.protocols.mcp._http import (
+    Answer,
+    HttpClient,
+    HttpWire,
+    StreamEnded,
+    Unreachable,
+)
+from amends_toolkit.protocols.mcp._jsonrpc import (
+    HEADER_MISMATCH,
+    METHOD_NOT_FOUND,
+    MODERN_VERSION,
+    SESSION_VERSIONS,
+    UNSUPPORTED_VERSION,
+    ErrorResponse,
+    ProtocolError,
+    Request,
+    Response,
+    error_response,
+    initialize_params,
+    modern_meta,
+    notification,
+    request,
+    result_response,
+)
+from amends_toolkit.protocols.mcp._results import (
+    MAX_RESENDS,
+    Complete,
+    ToolFailed,
+    call_params,
+    read_call_result,
+    resend_delay,
+)
+from amends_toolkit.protocols.mcp._tools import (
+    MAX_PAGES,
+    ListedTool,
+    RejectedTool,
+    list_params,
+    read_tools_page,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+
+    from amends_toolkit._definitions import ToolDefinition
+    from amends_toolkit._json import JsonObject, JsonValue
+
+__all__ = ("McpHttpSource", "http")
+
+_log = get_logger(__name__)
+
+_T = TypeVar("_T")
+Era = Literal["modern", "session"]
+
+END_SESSION_TIMEOUT: Final = 5.0
+"""The longest the source waits for its DELETE when it stops (never longer than ``timeout``)."""
+_VISIBLE_ASCII: Final = frozenset(range(0x21, 0x7F))
+
+
+@attrs.frozen(kw_only=True)
+class _Session:
+    id: str | None
+    version: str
+
+    def headers(self) -> dict[str, str]:
+        headers = {"MCP-Protocol-Version": self.version}
+        if self.id is not None:
+            headers["Mcp-Session-Id"] = self.id
+        return headers
+
+
+class McpHttpSource:
+    """An MCP server over Streamable HTTP as a tool source; build it with ``at.mcp.http``."""
+
+    def __init__(self, *, name: str, url: str, client: HttpClient, timeout: float) -> None:
+        self._name = name
+        self._timeout = timeout
+        self._wire = HttpWire(client=client, url=url, timeout=timeout)
+        self._lock = anyio.Lock()
+        self._ids = itertools.count(1)
+        self._era: Era | None = None
+        self._session: _Session | None = None
+        self._marks: dict[str, tuple[HeaderMark, ...]] | None = None
+        self._rejected: dict[str, str] = {}
+
+    @property
+    def name(self) -> str:
+        """The source's name, which prefixes its tools' names in an assembly."""
+        return self._name
+
+    def __repr__(self) -> str:
+        return f"<McpHttpSource {self._name!r}>"
+
+    async def discover(self) -> list[ToolDefinition]:
+        """List the server's tools (every page of ``tools/list``).
+
+        In the stateless protocol a tool whose ``x-mcp-header`` marks the protocol does not allow
+        is left out, with a warning logged; the marks of the others are kept for calls.
+
+        Raises:
+            AuthenticationError: the server refused the client's credentials (401, 403).
+            UnavailableError: no connection, a 408/429/5xx, no answer within ``timeout``.
+            InvalidResponseError: an answer that is not MCP, or cursors that never end.
+            UnsupportedError: the server speaks no version of MCP the source does.
+
+        Cancellation stops the request and closes its response stream.
+        """
+        return await self._bounded("tools/list", self._list_tools)
+
+    async def call(self, tool: str, input: JsonObject) -> JsonValue:
+        """Run a tool: its structured content when it gave some, else its content blocks.
+
+        Raises:
+            CallFailedError: the tool ran and said it failed (``isError``), in its own words.
+            NotFoundError: the server has no such tool, or discover left it out.
+            InvalidInputError: the server refused the arguments, in its own words.
+            UnsupportedError: the tool asks for input first (``input_required``), or needs a
+                capability the source does not have.
+            AuthenticationError, UnavailableError, InvalidResponseError: as for ``discover``.
+
+        Cancellation stops the call and closes its response stream.
+        """
+        return await self._bounded("tools/call", lambda: self._call(tool, input))
+
+    @asynccontextmanager
+    async def lifespan(self) -> AsyncIterator[None]:
+        """Held while the actor runs; at its end a session the source began is ended (DELETE).
+
+        The DELETE is bounded and shielded, so it runs even when the actor is cancelled, and a
+        failure of it is only logged.
+        """
+        try:
+            yield
+        finally:
+            await self._end_session()
+
+    async def _bounded(self, method: str, operation: Callable[[], Awaitable[_T]]) -> _T:
+        """Run an operation under the source's ``timeout``, its protocol failures as reasons.
+
+        One deadline over the whole operation: a server's keep-alive comments reset the
+        client's read timeout, so they cannot stand in for it.
+        """
+        with anyio.move_on_after(self._timeout):
+            try:
+                return await operation()
+            except (Unreachable, StreamEnded) as error:
+                raise UnavailableError(source=self._name, message=f"{method}: {error}") from None
+            except ProtocolError as error:
+                raise InvalidResponseError(
+                    source=self._name, message=f"{method}: {error}"
+                ) from None
+        raise UnavailableError(
+            source=self._name, message=f"{method}: no answer within {self._timeout} seconds"
+        )
+
+    # Eras and sessions.
+
+    async def _ensure_era(self) -> Era:
+        if self._era is None:
+            async with self._lock:
+                if self._era is None:
+                    self._era = await self._find_era()
+                    _log.info("mcp.era_found", source=self._name, era=self._era)
+        return self._era
+
+    async def _find_era(self) -> Era:
+        """Ask ``server/discover``; only a result or a -32022 naming 2026-07-28 is that era.
+
+        A refusal, a 5xx, a timeout or no connection is a failure, never a reason to fall back.
+        """
+        for attempt in range(2):
+            message = request(next(self._ids), "server/discover", {"_meta": modern_meta()})
+            try:
+                answer = await self._wire.post(message, headers=_modern_headers("server/discover"))
+            except ProtocolError:
+                return "session"
+            status, reply = answer.status, answer.message
+            if status in (401, 403, 408, 429) or status >= 500:
+                raise error_for_status(
+                    self._name,
+                    status,
+                    method="server/discover",
+                    retry_after=parse_retry_after(answer.retry_after),
+                )
+            if isinstance(reply, Response):
+                versions = reply.result.get("supportedVersions")
+                modern = (
+                    200 <= status <= 299
+                    and isinstance(versions, list)
+                    and MODERN_VERSION in versions
+                )
+                return "modern" if modern else "session"
+            if isinstance(reply, ErrorResponse) and reply.code == UNSUPPORTED_VERSION:
+                data = reply.data if isinstance(reply.data, dict) else {}
+                supported = data.get("supported")
+                if not isinstance(supported, list) or not supported:
+                    return "session"
+                if MODERN_VERSION in supported:
+                    if attempt == 0:
+                        continue  # the server names the version we sent: send it once more
+                    break
+                if any(version in SESSION_VERSIONS for version in supported):
+                    return "session"
+                break
+            return "session"
+        raise UnsupportedError(
+            source=self._name, message="the server speaks no version of MCP this source speaks"
+        )
+
+    async def _ensure_session(self) -> _Session:
+        if self._session is None:
+            async with self._lock:
+                if self._session is None:
+                    self._session = await self._begin_session()
+        return self._session
+
+    async def _renew_session(self, ended: _Session) -> _Session:
+        async with self._lock:
+            # Concurrent calls may all see the end: only the first begins another.
+            if self._session is ended or self._session is None:
+                _log.info("mcp.session_lost", source=self._name)
+                self._session = await self._begin_session()
+            return self._session
+
+    async def _begin_session(self) -> _Session:
+        message = request(next(self._ids), "initialize", initialize_params())
+        answer = await self._wire.post(message, headers={})
+        result = self._result(answer, "initialize")
+        version = result.get("protocolVersion")
+        if version not in SESSION_VERSIONS or not isinstance(version, str):
+            raise UnsupportedError(
+                source=self._name,
+                message=f"the server answered initialize with the version {version!r}",
+            )
+        session_id = answer.session_id
+        if session_id is not None and not (
+            session_id and all(ord(c) in _VISIBLE_ASCII for c in session_id)
+        ):
+            raise InvalidResponseError(
+                source=self._name, message="the server gave a session id a header cannot hold"
+            )
+        session = _Session(id=session_id, version=version)
+        done = await self._wire.post(
+            notification("notifications/initialized"), headers=session.headers()
+        )
+        if not 200 <= done.status <= 299:
+            raise error_for_status(self._name, done.status, method="notifications/initialized")
+        _log.info("mcp.session_begun", source=self._name, version=version)
+        return session
+
+    async def _end_session(self) -> None:
+        session, self._session = self._session, None
+        if session is None or session.id is None:
+            return
+        with anyio.move_on_after(min(self._timeout, END_SESSION_TIMEOUT), shield=True):
+            try:
+                status = await self._wire.delete(session.headers())
+            except Unreachable as error:
+                _log.info("mcp.session_end_failed", source=self._name, error=str(error))
+                return
+            _log.info("mcp.session_ended", source=self._name, status=status)
+
+    async def _answer_server(self, session: _Session, message: Request) -> None:
+        """Answer a server's request in a session: ``ping`` as the spec asks, others refused."""
+        if message.method == "ping":
+            reply = result_response(message.id, {})
+        else:
+            reply = error_response(message.id, METHOD_NOT_FOUND, "Method not found")
+            _log.info("mcp.server_request_refused", source=self._name, method=message.method)
+        answer = await self._wire.post(reply, headers=session.headers())
+        if not 200 <= answer.status <= 299:
+            _log.info("mcp.server_answer_refused", source=self._name, status=answer.status)
+
+    # Requests.
+
+    async def _send(
+        self,
+        method: str,
+        params: JsonObject,
+        *,
+        name: str | None = None,
+        marks: Mapping[str, str] | None = None,
+    ) -> Response | ErrorResponse:
+        """Send one request in the era found and return its answer (a result or an error).
+
+        In a session, a 404 ends it: another is begun once and the request sent again.
+        """
+        if await self._ensure_era() == "modern":
+            message = request(next(self._ids), method, {**params, "_meta": modern_meta()})
+            headers = _modern_headers(method, name=name, marks=marks)
+            return self._reply(await self._wire.post(message, headers=headers), method)
+        session = await self._ensure_session()
+        for attempt in range(2):
+            current = session
+            answer = await self._wire.post(
+                request(next(self._ids), method, params),
+                headers=current.headers(),
+                on_request=functools.partial(self._answer_server, current),
+                resume_headers=current.headers(),
+            )
+            if answer.status != 404 or current.id is None:
+                return self._reply(answer, method)
+            if attempt == 0:
+                session = await self._renew_session(current)
+        raise UnavailableError(
+            source=self._name, message=f"{method}: the server ended the session twice"
+        )
+
+    def _reply(self, answer: Answer, method: str) -> Response | ErrorResponse:
+        """The answer's message; a status that says more than its body is raised as a reason."""
+        reply = answer.message
+        if 200 <= answer.status <= 299 and reply is not None:
+            return reply
+        if (
+            400 <= answer.status <= 499
+            and answer.status not in (401, 403, 408, 429)
+            and isinstance(reply, ErrorResponse)
+        ):
+            return reply
+        raise error_for_status(
+            self._name,
+            answer.status,
+            method=method,
+            retry_after=parse_retry_after(answer.retry_after),
+        )
+
+    def _result(self, answer: Answer, method: str) -> JsonObject:
+        reply = self._reply(answer, method)
+        if isinstance(reply, ErrorResponse):
+            raise error_for_rpc(self._name, reply, method=method)
+        return reply.result
+
+    # Tools.
+
+    async def _list_tools(self) -> list[ToolDefinition]:
+        check_marks = await self._ensure_era() == "modern"
+        listed: dict[str, ListedTool] = {}
+        rejected: list[RejectedTool] = []
+        cursor: str | None = None
+        seen: set[str] = set()
+        for _ in range(MAX_PAGES):
+            reply = await self._send("tools/list", list_params(cursor))
+            if isinstance(reply, ErrorResponse):
+                raise error_for_rpc(self._name, reply, method="tools/list")
+            page = read_tools_page(reply.result, check_marks=check_marks)
+            for tool in page.tools:
+                if tool.definition.name in listed:
+                    rejected.append(RejectedTool(name=tool.definition.name, reason="listed twice"))
+                else:
+                    listed[tool.definition.name] = tool
+            rejected.extend(page.rejected)
+            cursor = page.next_cursor
+            if cursor is None:
+                break
+            if cursor in seen:
+                raise InvalidResponseError(
+                    source=self._name, message="tools/list gave a cursor it had given before"
+                )
+            seen.add(cursor)
+        else:
+            raise InvalidResponseError(
+                source=self._name, message=f"tools/list gave more than {MAX_PAGES} pages"
+            )
+        for left_out in rejected:
+            _log.warning(
+                "mcp.tool_rejected", source=self._name, tool=left_out.name, reason=left_out.reason
+            )
+        self._marks = {name: tool.marks for name, tool in listed.items()}
+        self._rejected = {r.name: r.reason for r in rejected if r.name not in listed}
+        return [tool.definition for tool in listed.values()]
+
+    def _headers_for(self, tool: str, arguments: JsonObject) -> dict[str, str]:
+        # A source that has not listed sends no marks; the server's -32020 makes it list.
+        if self._marks is None:
+            return {}
+        return param_headers(self._marks.get(tool, ()), arguments)
+
+    async def _call(self, tool: str, arguments: JsonObject) -> JsonValue:
+        if tool in self._rejected:
+            raise NotFoundError(
+                source=self._name,
+                message=f"{tool} was left out of discover: {self._rejected[tool]}",
+            )
+        state: str | None = None
+        for attempt in range(MAX_RESENDS + 1):
+            result = await self._call_once(tool, arguments, state)
+            outcome = read_call_result(result)
+            if isinstance(outcome, Complete):
+                return outcome.value
+            if isinstance(outcome, ToolFailed):
+                raise CallFailedError(source=self._name, message=outcome.text)
+            if outcome.asks_input or outcome.request_state is None:
+                raise UnsupportedError(
+                    source=self._name, message=f"{tool} asked for input (input_required)"
+                )
+            if attempt < MAX_RESENDS:
+                await anyio.sleep(resend_delay(attempt))
+            state = outcome.request_state
+        raise UnsupportedError(
+            source=self._name,
+            message=f"{tool} asked to be sent again more than {MAX_RESENDS} times",
+        )
+
+    async def _call_once(self, tool: str, arguments: JsonObject, state: str | None) -> JsonObject:
+        """One ``tools/call``; on -32020 list the tools and resend once if the marks now differ."""
+        params = call_params(tool, arguments, request_state=state)
+        marks = self._headers_for(tool, arguments)
+        reply = await self._send("tools/call", params, name=tool, marks=marks)
+        if (
+            isinstance(reply, ErrorResponse)
+            and reply.code == HEADER_MISMATCH
+            and self._era == "modern"
+        ):
+            await self._list_tools()
+            if tool in self._rejected or self._marks is None or tool not in self._marks:
+                raise NotFoundError(source=self._name, message=f"{tool} is no longer a usable tool")
+            fresh = self._headers_for(tool, arguments)
+            if fresh != marks:
+                _log.info("mcp.call_resent", source=self._name, reason="header marks changed")
+                reply = await self._send("tools/call", params, name=tool, marks=fresh)
+        if isinstance(reply, ErrorResponse):
+            raise error_for_rpc(self._name, reply, method="tools/call")
+        return reply.result
+
+
+def _modern_headers(
+    method: str, *, name: str | None = None, marks: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    headers = {"MCP-Protocol-Version": MODERN_VERSION, "Mcp-Method": method}
+    if name is not None:
+        headers["Mcp-Name"] = encode_value(name)
+    if marks:
+        headers.update(marks)
+    return headers
+
+
+def http(*, name: str, url: str, client: HttpClient, timeout: float = 60.0) -> McpHttpSource:
+    """The source of an MCP server over Streamable HTTP.
+
+    Args:
+        name: The source's name, which prefixes its tools' names in an assembly.
+        url: The server's MCP endpoint (``http`` or ``https``), e.g. ``https://host/mcp``.
+        client: The host's ``httpx.AsyncClient`` (or ``httpx2.AsyncClient``), which carries the
+            credentials; the source never builds one and never closes it.
+        timeout: Seconds a discover or a call may take in all, begun sessions included; past
+            it the operation fails as ``UnavailableError``. Each HTTP request is sent with it
+            as its client timeout too.
+
+    Raises:
+        ValueError: an empty name, a URL that is not absolute http(s), or a timeout that is
+            not a positive number of seconds.
+        TypeError: a client that is not an httpx-style async client.
+    """
+    if not isinstance(name, str) or not name:
+        raise ValueError("name must be a non-empty string, such as name='tasks'")
+    parts = urlsplit(url) if isinstance(url, str) else None
+    if parts is None or parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ValueError(
+            "url must be an absolute http:// or https:// URL of the MCP endpoint, "
+            "such as 'https://example.com/mcp'"
+        )
+    if not callable(getattr(client, "stream", None)):
+        raise TypeError("client must be an httpx.AsyncClient or an httpx2.AsyncClient")
+    if (
+        isinstance(timeout, bool)
+        or not isinstance(timeout, int | float)
+        or not math.isfinite(timeout)
+        or timeout <= 0
+    ):
+        raise ValueError("timeout must be a positive number of seconds, such as timeout=60.0")
+    return McpHttpSource(name=name, url=url, client=client, timeout=float(timeout))

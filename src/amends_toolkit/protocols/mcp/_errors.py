@@ -1,0 +1,144 @@
+"""Every JSON-RPC error code and HTTP status an MCP server answers, as a ToolSourceError reason.
+
+One table, one place (a test walks it). A server's own words reach the model only in an
+``InvalidInputError`` or a ``CallFailedError`` (cut to 500 characters); the other reasons carry
+them in ``message`` for the host's logs.
+
+==========================================  =========================================
+JSON-RPC error (for ``method``)             reason
+==========================================  =========================================
+-32602 on tools/call, "unknown tool"        NotFoundError
+-32602 on tools/call, otherwise             InvalidInputError (the server's words)
+-32602 on any other method                  InvalidResponseError (a cursor it gave)
+-32002 (resource not found, before 2026)    NotFoundError
+-32601 method not found                     UnsupportedError
+-32021 missing client capability            UnsupportedError
+-32022 unsupported protocol version         UnsupportedError
+-32042 URL elicitation required             UnsupportedError
+-32020 header mismatch (after the resend)   InvalidResponseError
+-32700 / -32600 parse / invalid request     InvalidResponseError
+-32603 internal error                       UnavailableError
+any other code on tools/call                CallFailedError (the server's words)
+any other code on any other method          InvalidResponseError
+==========================================  =========================================
+
+==========================================  =========================================
+HTTP status                                 reason
+==========================================  =========================================
+401, 403                                    AuthenticationError
+408, 429, 5xx                               UnavailableError (``retry_after`` from Retry-After)
+404 (no session to renew, no JSON-RPC)      UnavailableError
+405, 406, 415                               UnsupportedError
+other 4xx with a JSON-RPC error             the error's reason (table above)
+other 4xx, 1xx, 3xx, other 2xx              InvalidResponseError
+==========================================  =========================================
+"""
+
+from __future__ import annotations
+
+import email.utils
+import time
+from typing import Final
+
+from amends_toolkit._errors import (
+    AuthenticationError,
+    CallFailedError,
+    InvalidInputError,
+    InvalidResponseError,
+    NotFoundError,
+    ToolSourceError,
+    UnavailableError,
+    UnsupportedError,
+)
+from amends_toolkit.protocols.mcp._jsonrpc import (
+    HEADER_MISMATCH,
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    MISSING_CAPABILITY,
+    PARSE_ERROR,
+    UNSUPPORTED_VERSION,
+    ErrorResponse,
+)
+
+__all__ = ("MAX_MODEL_TEXT", "error_for_rpc", "error_for_status", "parse_retry_after")
+
+MAX_MODEL_TEXT: Final = 500
+"""The most of a server's own words a model reads in one failure."""
+
+_RESOURCE_NOT_FOUND: Final = -32002
+_URL_ELICITATION_REQUIRED: Final = -32042
+_UNSUPPORTED: Final = frozenset(
+    {METHOD_NOT_FOUND, MISSING_CAPABILITY, UNSUPPORTED_VERSION, _URL_ELICITATION_REQUIRED}
+)
+_UNREADABLE: Final = frozenset({PARSE_ERROR, INVALID_REQUEST, HEADER_MISMATCH})
+_CALL: Final = "tools/call"
+
+
+def _cut(text: str) -> str:
+    text = text.strip()
+    return text if len(text) <= MAX_MODEL_TEXT else text[: MAX_MODEL_TEXT - 1] + "…"
+
+
+def error_for_rpc(source: str, error: ErrorResponse, *, method: str) -> ToolSourceError:
+    """The reason a JSON-RPC error of ``method`` is."""
+    code, said = error.code, error.message
+    described = f"{method} failed with JSON-RPC error {code}: {said}"
+    if code == INVALID_PARAMS:
+        if method != _CALL:
+            return InvalidResponseError(source=source, message=described)
+        lowered = said.lower()
+        if "unknown tool" in lowered or ("tool" in lowered and "not found" in lowered):
+            return NotFoundError(source=source, message=described)
+        return InvalidInputError(
+            source=source, message=_cut(said) or InvalidInputError.default_message
+        )
+    if code == _RESOURCE_NOT_FOUND:
+        return NotFoundError(source=source, message=described)
+    if code in _UNSUPPORTED:
+        return UnsupportedError(source=source, message=described)
+    if code in _UNREADABLE:
+        return InvalidResponseError(source=source, message=described)
+    if code == INTERNAL_ERROR:
+        return UnavailableError(source=source, message=described)
+    if method == _CALL:
+        return CallFailedError(source=source, message=_cut(said) or CallFailedError.default_message)
+    return InvalidResponseError(source=source, message=described)
+
+
+def error_for_status(
+    source: str,
+    status: int,
+    *,
+    method: str,
+    error: ErrorResponse | None = None,
+    retry_after: float | None = None,
+) -> ToolSourceError:
+    """The reason an HTTP status (and the JSON-RPC error its body held, if any) is."""
+    described = f"{method} was answered with HTTP {status}"
+    if status in (401, 403):
+        return AuthenticationError(source=source, message=described)
+    if status in (408, 429) or 500 <= status <= 599:
+        return UnavailableError(source=source, message=described, retry_after=retry_after)
+    if 400 <= status <= 499 and error is not None:
+        return error_for_rpc(source, error, method=method)
+    if status == 404:
+        return UnavailableError(source=source, message=described)
+    if status in (405, 406, 415):
+        return UnsupportedError(source=source, message=described)
+    return InvalidResponseError(source=source, message=described)
+
+
+def parse_retry_after(value: str | None) -> float | None:
+    """Seconds from a ``Retry-After`` header (delta-seconds or an HTTP date), else ``None``."""
+    if value is None:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        return float(value)
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())

@@ -1,0 +1,331 @@
+"""Streamable HTTP: one JSON-RPC message per POST, its answer as JSON or as an event stream.
+
+This is the wire under the MCP HTTP source. It knows nothing of tools or of eras: it sends one
+message with the headers it is given and finds the answer to it, reading past notifications,
+comments and (in a session) the server's own requests, which it hands to a callback. A session's
+broken event stream is resumed with GET and ``Last-Event-ID`` (2025-11-25 § Resumability),
+waiting the ``retry`` the stream asked for (bounded).
+
+It works over the host's client, an ``httpx.AsyncClient`` or an ``httpx2.AsyncClient`` (same API),
+described here as the :class:`HttpClient` protocol. It never builds a client.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Final, Protocol
+
+import anyio
+import attrs
+import httpx
+
+from amends_toolkit._log import get_logger
+from amends_toolkit.protocols.mcp._jsonrpc import (
+    ErrorResponse,
+    Message,
+    Notification,
+    ProtocolError,
+    Request,
+    RequestId,
+    Response,
+    decode,
+    encode,
+)
+from amends_toolkit.protocols.mcp._sse import SseParser
+
+if TYPE_CHECKING:
+    from contextlib import AbstractAsyncContextManager
+
+    from amends_toolkit._json import JsonObject
+
+__all__ = (
+    "ACCEPT",
+    "MAX_RESUMES",
+    "MAX_RETRY_DELAY",
+    "Answer",
+    "HttpClient",
+    "HttpResponse",
+    "HttpWire",
+    "ServerRequestHandler",
+    "StreamEnded",
+    "Unreachable",
+    "transport_errors",
+)
+
+_log = get_logger(__name__)
+
+ACCEPT: Final = "application/json, text/event-stream"
+MAX_RESUMES: Final = 5
+"""How many times one request's broken event stream is resumed before it counts as lost."""
+MAX_RETRY_DELAY: Final = 10.0
+"""The longest wait (seconds) before resuming, whatever ``retry`` the server asked for."""
+DEFAULT_RETRY_DELAY: Final = 1.0
+"""The wait before resuming when the stream gave no ``retry``."""
+
+
+class HttpResponse(Protocol):
+    """What the source reads of a response (``httpx.Response``, ``httpx2.Response``)."""
+
+    @property
+    def status_code(self) -> int: ...
+
+    @property
+    def headers(self) -> Mapping[str, str]: ...
+
+    def aiter_bytes(self) -> AsyncIterator[bytes]: ...
+
+    async def aread(self) -> bytes: ...
+
+
+class HttpClient(Protocol):
+    """The host's client: ``httpx.AsyncClient`` or ``httpx2.AsyncClient``."""
+
+    def stream(
+        self,
+        method: str,
+        url: str,
+        *,
+        content: bytes | None = ...,
+        headers: Mapping[str, str] | None = ...,
+        timeout: float | None = ...,
+    ) -> AbstractAsyncContextManager[HttpResponse]: ...
+
+
+ServerRequestHandler = Callable[[Request], Awaitable[None]]
+"""Answers a request the server makes on a session's stream (``ping``)."""
+
+
+class Unreachable(Exception):
+    """The request did not reach the server, or its answer broke off (a network failure)."""
+
+
+class StreamEnded(Exception):
+    """The server's event stream ended without the answer, and could not be resumed."""
+
+
+def transport_errors() -> tuple[type[BaseException], ...]:
+    """The errors a client raises when the network fails, for httpx and (if loaded) httpx2."""
+    errors: list[type[BaseException]] = [httpx.HTTPError, httpx.StreamError]
+    fork = sys.modules.get("httpx2")
+    if fork is not None:
+        errors += [fork.HTTPError, fork.StreamError]
+    return tuple(errors)
+
+
+@attrs.frozen(kw_only=True)
+class Answer:
+    """What a POST came back with.
+
+    ``message`` is the answer to our request, or ``None`` when the body held none (a
+    notification's 202, or an error status with a body that is no JSON-RPC).
+    """
+
+    status: int
+    message: Response | ErrorResponse | None
+    session_id: str | None = None
+    retry_after: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class HttpWire:
+    """Sends messages to one MCP endpoint over the host's client."""
+
+    client: HttpClient
+    url: str
+    timeout: float
+
+    async def post(
+        self,
+        message: JsonObject,
+        *,
+        headers: Mapping[str, str],
+        on_request: ServerRequestHandler | None = None,
+        resume_headers: Mapping[str, str] | None = None,
+    ) -> Answer:
+        """POST one message; for a request, read until its answer.
+
+        ``resume_headers`` (a session's) allow resuming a broken event stream with GET.
+
+        Raises:
+            Unreachable: no connection, a network failure, or a client timeout.
+            StreamEnded: an event stream ended without the answer.
+            ProtocolError: a 2xx answer that is not MCP (garbage, no answer to a request).
+        """
+        id_ = message.get("id")
+        # Only a request is answered; our answers to a server's requests are not.
+        wanted: RequestId | None = (
+            id_ if "method" in message and isinstance(id_, int | str) else None
+        )
+        sent = {"Accept": ACCEPT, "Content-Type": "application/json", **headers}
+        try:
+            async with self.client.stream(
+                "POST", self.url, content=encode(message), headers=sent, timeout=self.timeout
+            ) as response:
+                status = response.status_code
+                session_id = response.headers.get("mcp-session-id")
+                retry_after = response.headers.get("retry-after")
+                kind = _media_type(response.headers.get("content-type"))
+                if wanted is None or status in (401, 403, 408, 429) or status >= 500:
+                    return Answer(status=status, message=None, retry_after=retry_after)
+                ok = 200 <= status <= 299
+                if kind == "text/event-stream" and ok:
+                    parser = SseParser()
+                    found = await self._read_events(response, parser, wanted, on_request)
+                else:
+                    found = None
+                    parser = None
+                    body = await response.aread()
+                    if kind == "application/json" or (not ok and body):
+                        found = _answer_in_body(body, wanted, strict=ok)
+                    elif ok:
+                        raise ProtocolError(
+                            f"a request was answered with HTTP {status} and "
+                            f"{kind or 'no content type'}"
+                        )
+        except transport_errors() as error:
+            raise Unreachable(f"POST failed: {type(error).__name__}") from None
+        if found is None and parser is not None:
+            found = await self._resume(parser, wanted, on_request, resume_headers)
+        if found is None and ok:
+            raise ProtocolError("the answer holds no response to the request")
+        return Answer(status=status, message=found, session_id=session_id, retry_after=retry_after)
+
+    async def delete(self, headers: Mapping[str, str]) -> int:
+        """End a session (DELETE); the status, which the caller only logs.
+
+        Raises:
+            Unreachable: the request failed on the network.
+        """
+        try:
+            async with self.client.stream(
+                "DELETE", self.url, headers=headers, timeout=self.timeout
+            ) as response:
+                return response.status_code
+        except transport_errors() as error:
+            raise Unreachable(f"DELETE failed: {type(error).__name__}") from None
+
+    async def _read_events(
+        self,
+        response: HttpResponse,
+        parser: SseParser,
+        wanted: RequestId,
+        on_request: ServerRequestHandler | None,
+    ) -> Response | ErrorResponse | None:
+        """Read an event stream until our answer; ``None`` when it ended (or broke) first."""
+        try:
+            chunks = response.aiter_bytes()
+            try:
+                async for chunk in chunks:
+                    for event in parser.feed(chunk):
+                        found = await self._take(event.event, event.data, wanted, on_request)
+                        if found is not None:
+                            return found
+            finally:
+                # Leaving early must close the generator, or it is finalized unawaited.
+                close = getattr(chunks, "aclose", None)
+                if close is not None:
+                    await close()
+        except transport_errors() as error:
+            # The stream broke off; a session resumes it, anything else reports it lost.
+            _log.debug("mcp.stream_broken", error=type(error).__name__)
+            return None
+        for event in parser.close():
+            found = await self._take(event.event, event.data, wanted, on_request)
+            if found is not None:
+                return found
+        return None
+
+    async def _take(
+        self,
+        event: str,
+        data: str,
+        wanted: RequestId,
+        on_request: ServerRequestHandler | None,
+    ) -> Response | ErrorResponse | None:
+        if event != "message" or not data.strip():
+            return None
+        for message in decode(data):
+            if isinstance(message, Response | ErrorResponse):
+                if message.id == wanted or (
+                    message.id is None and isinstance(message, ErrorResponse)
+                ):
+                    return message
+                continue
+            await _handle(message, on_request)
+        return None
+
+    async def _resume(
+        self,
+        parser: SseParser,
+        wanted: RequestId,
+        on_request: ServerRequestHandler | None,
+        headers: Mapping[str, str] | None,
+    ) -> Response | ErrorResponse:
+        """Resume a broken stream with GET and ``Last-Event-ID``, a bounded number of times.
+
+        Raises:
+            StreamEnded: nothing to resume from, or the server would not resume.
+            Unreachable: the GET failed on the network.
+        """
+        for _ in range(MAX_RESUMES):
+            if headers is None or parser.last_event_id is None:
+                break
+            delay = DEFAULT_RETRY_DELAY if parser.retry_ms is None else parser.retry_ms / 1000
+            await anyio.sleep(min(delay, MAX_RETRY_DELAY))
+            sent = {
+                "Accept": "text/event-stream",
+                **headers,
+                "Last-Event-ID": parser.last_event_id,
+            }
+            _log.debug("mcp.stream_resumed")
+            try:
+                async with self.client.stream(
+                    "GET", self.url, headers=sent, timeout=self.timeout
+                ) as response:
+                    kind = _media_type(response.headers.get("content-type"))
+                    if response.status_code != 200 or kind != "text/event-stream":
+                        raise StreamEnded(
+                            f"resuming the stream was answered with HTTP {response.status_code}"
+                        )
+                    resumed = SseParser()
+                    resumed.last_event_id, resumed.retry_ms = parser.last_event_id, parser.retry_ms
+                    parser = resumed
+                    found = await self._read_events(response, parser, wanted, on_request)
+            except transport_errors() as error:
+                raise Unreachable(f"GET failed: {type(error).__name__}") from None
+            if found is not None:
+                return found
+        raise StreamEnded("the event stream ended without an answer")
+
+
+async def _handle(message: Message, on_request: ServerRequestHandler | None) -> None:
+    if isinstance(message, Request):
+        if on_request is None:
+            _log.debug("mcp.server_request_ignored", method=message.method)
+        else:
+            await on_request(message)
+    elif isinstance(message, Notification):
+        _log.debug("mcp.notification_received", method=message.method)
+
+
+def _answer_in_body(
+    body: bytes, wanted: RequestId, *, strict: bool
+) -> Response | ErrorResponse | None:
+    """The answer to ``wanted`` in a JSON body; garbage is an error only for a 2xx (``strict``)."""
+    try:
+        messages = decode(body)
+    except ProtocolError:
+        if strict:
+            raise
+        return None
+    for message in messages:
+        if isinstance(message, Response | ErrorResponse) and (
+            message.id == wanted or message.id is None
+        ):
+            return message
+    return None
+
+
+def _media_type(value: str | None) -> str:
+    return (value or "").split(";", 1)[0].strip().lower()
