@@ -39,7 +39,7 @@ from amends_toolkit.runtime._source import Lifespan, ToolSource
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from anyio.abc import TaskStatus
+    from anyio.abc import TaskGroup, TaskStatus
     from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
     from amends_toolkit._definitions import ToolDefinition
@@ -116,9 +116,10 @@ class ActorRef:
         self._control_in: MemoryObjectSendStream[Control]
         self._control_out: MemoryObjectReceiveStream[Control]
         self._control_in, self._control_out = anyio.create_memory_object_stream[Control](math.inf)
-        self._slots = anyio.Semaphore(max_concurrency)
+        self._max_concurrency = max_concurrency
+        self._pool = 0  # workers of the current incarnation
+        self._idle = 0  # of which wait for a request
         self._running: dict[int, tuple[anyio.CancelScope, Reply]] = {}
-        self._held = 0  # a request taken from the mailbox that waits for a free slot
         self._restarts = 0
         self._state: State = "starting"
         self._stopped = anyio.Event()
@@ -155,7 +156,7 @@ class ActorRef:
     def statistics(self) -> ActorStatistics:
         """Queued and running requests, restarts so far, and the actor's state."""
         return ActorStatistics(
-            queued=self._mailbox_in.statistics().current_buffer_used + self._held,
+            queued=self._mailbox_in.statistics().current_buffer_used,
             in_flight=len(self._running),
             restarts=self._restarts,
             state=self._state,
@@ -169,9 +170,10 @@ class ActorRef:
         await self._stopped.wait()
 
     def _deadline(self) -> float:
-        now = anyio.current_time()
-        own = math.inf if self._call_timeout is None else now + self._call_timeout
-        return min(own, anyio.current_effective_deadline())
+        # A caller's own deadline needs no place here: its cancel scope cancels the call.
+        if self._call_timeout is None:
+            return math.inf
+        return anyio.current_time() + self._call_timeout
 
     def _unavailable(self, why: str) -> UnavailableError:
         return UnavailableError(source=self._name, message=why)
@@ -182,6 +184,8 @@ class ActorRef:
         except (anyio.ClosedResourceError, anyio.BrokenResourceError):
             raise self._unavailable("the source is stopped") from None
         try:
+            if message.deadline == math.inf:
+                return await message.reply.wait()
             with anyio.move_on_at(message.deadline + _GRACE):
                 return await message.reply.wait()
         except anyio.get_cancelled_exc_class():
@@ -253,23 +257,11 @@ class ActorRef:
             self._state = "running"
             async with anyio.create_task_group() as tasks:
                 tasks.start_soon(self._control, stop, tasks.cancel_scope)
-                while True:
-                    message = await self._mailbox_out.receive()
-                    self._held = 1
-                    try:
-                        await self._slots.acquire()
-                    except BaseException:
-                        # Taken from the mailbox but never started: still owed an answer.
-                        message.reply.fail(self._unavailable("the source stopped"))
-                        raise
-                    finally:
-                        self._held = 0
-                    if message.reply.abandoned:
-                        self._slots.release()
-                        continue
-                    scope = anyio.CancelScope(deadline=message.deadline)
-                    self._running[message.id] = (scope, message.reply)
-                    tasks.start_soon(self._serve, message, scope)
+                # Workers take requests straight from the mailbox, so no task is started per
+                # call. The pool grows to the peak concurrency, up to max_concurrency; when
+                # every worker is busy, the mailbox fills up.
+                self._pool, self._idle = 1, 0
+                tasks.start_soon(self._work, tasks)
         return stop.is_set()
 
     async def _control(self, stop: anyio.Event, incarnation: anyio.CancelScope) -> None:
@@ -281,6 +273,22 @@ class ActorRef:
             running = self._running.get(control.id)
             if running is not None:
                 running[0].cancel()
+
+    async def _work(self, tasks: TaskGroup) -> None:
+        while True:
+            self._idle += 1
+            try:
+                message = await self._mailbox_out.receive()
+            finally:
+                self._idle -= 1
+            if message.reply.abandoned:
+                continue
+            if self._idle == 0 and self._pool < self._max_concurrency:
+                self._pool += 1
+                tasks.start_soon(self._work, tasks)
+            scope = anyio.CancelScope(deadline=message.deadline)
+            self._running[message.id] = (scope, message.reply)
+            await self._serve(message, scope)
 
     async def _serve(self, message: Request, scope: anyio.CancelScope) -> None:
         reply = message.reply
@@ -302,6 +310,5 @@ class ActorRef:
             reply.fail(UnknownError(source=self._name, message=f"defect: {error!r}"))
         finally:
             del self._running[message.id]
-            self._slots.release()
             # Cancelled from outside (a stop or a crash of the incarnation): still an answer.
             reply.fail(self._unavailable("the source stopped while the call ran"))

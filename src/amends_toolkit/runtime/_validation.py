@@ -56,7 +56,7 @@ class InputValidator:
         """``None`` when the input fits, else what is wrong, written for the model to fix it."""
         if not isinstance(input, dict):
             return f"The input must be a JSON object, not {_json_type(input)}."
-        if self._validator is None:
+        if self._validator is None or self._validator.is_valid(input):
             return None
         problems = []
         for error in self._validator.iter_errors(input):
