@@ -1,1 +1,27 @@
-"""adapters."""
+"""Adapters to model APIs: a toolkit's tools in each API's request format, and a model's tool
+calls run through a Session (or a Toolkit) and answered in that API's shape.
+
+The pydantic-ai toolset is in :mod:`amends_toolkit.adapters.pydantic_ai` (the ``pydantic-ai``
+extra).
+"""
+
+from __future__ import annotations
+
+from amends_toolkit.adapters._anthropic import anthropic_tools, run_anthropic_tool_uses
+from amends_toolkit.adapters._calls import ToolCaller
+from amends_toolkit.adapters._openai import (
+    openai_responses_tools,
+    openai_tools,
+    run_openai_function_calls,
+    run_openai_tool_calls,
+)
+
+__all__ = (
+    "ToolCaller",
+    "anthropic_tools",
+    "openai_responses_tools",
+    "openai_tools",
+    "run_anthropic_tool_uses",
+    "run_openai_function_calls",
+    "run_openai_tool_calls",
+)

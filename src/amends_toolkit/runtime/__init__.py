@@ -3,8 +3,18 @@
 from __future__ import annotations
 
 from amends_toolkit.runtime._actor import ActorRef, ActorStatistics, Restart
+from amends_toolkit.runtime._assembly import Member, assemble
 from amends_toolkit.runtime._runtime import Runtime
+from amends_toolkit.runtime._session import Session
 from amends_toolkit.runtime._source import Lifespan, ToolSource
+from amends_toolkit.runtime._toolkit import (
+    Tool,
+    ToolEntry,
+    ToolHandler,
+    Toolkit,
+    ToolResult,
+    source_toolkit,
+)
 from amends_toolkit.runtime._validation import InputValidator, validator_for
 
 __all__ = (
@@ -12,8 +22,17 @@ __all__ = (
     "ActorStatistics",
     "InputValidator",
     "Lifespan",
+    "Member",
     "Restart",
     "Runtime",
+    "Session",
+    "Tool",
+    "ToolEntry",
+    "ToolHandler",
+    "ToolResult",
     "ToolSource",
+    "Toolkit",
+    "assemble",
+    "source_toolkit",
     "validator_for",
 )

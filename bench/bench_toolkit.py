@@ -1,0 +1,143 @@
+"""The toolkit's overhead: calls per second through ``Session -> Toolkit -> source``, and the cost
+of assembling 10,000 tools, each as a ratio against a baseline measured in the same run.
+
+Run: ``.venv/bin/python bench/bench_toolkit.py`` (a few seconds; not part of the tests).
+
+Calls: one in-process source that answers its input. The baseline awaits ``source.call`` directly;
+the subjects are ``toolkit.call`` (name lookup, schema check, error mapping), ``session.call``
+(plus the session's cancel scope and approval check) and ``session.call`` over the source's
+actor (``Runtime.spawn``: mailbox, actor loop, reply), each once one call after another and once
+with 64 callers at a time. Assembly: the baseline makes the ``<source>__<tool>`` strings of the
+same definitions in a dict; the subject is ``at.assemble`` (names sanitized and cut, policy,
+entries, clash check), at 10,000 and at 20,000 tools to show that it grows linearly, and the first
+call of a tool (its validator compiled lazily).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import time
+from collections.abc import Awaitable, Callable, Sequence
+
+import anyio
+
+import amends_toolkit as at
+from amends_toolkit import JsonObject, JsonValue
+
+SCHEMA: JsonObject = {
+    "type": "object",
+    "properties": {"id": {"type": "integer"}, "text": {"type": "string"}},
+    "required": ["id"],
+    "additionalProperties": False,
+}
+INPUT: JsonObject = {"id": 7, "text": "hello"}
+
+
+class Echo:
+    """An in-process source that answers its input."""
+
+    name = "bench"
+
+    async def discover(self) -> Sequence[at.ToolDefinition]:
+        return [at.ToolDefinition(name="echo", description="Echo.", input_schema=SCHEMA)]
+
+    async def call(self, tool: str, input: JsonObject) -> JsonValue:
+        return input
+
+
+Call = Callable[[], Awaitable[object]]
+
+
+async def rate(call: Call, calls: int, concurrency: int) -> float:
+    """Calls per second: ``calls`` calls, ``concurrency`` at a time."""
+    each = calls // concurrency
+
+    async def caller() -> None:
+        for _ in range(each):
+            await call()
+
+    started = time.perf_counter()
+    if concurrency == 1:
+        await caller()
+    else:
+        async with anyio.create_task_group() as tasks:
+            for _ in range(concurrency):
+                tasks.start_soon(caller)
+    return each * concurrency / (time.perf_counter() - started)
+
+
+async def bench_calls(calls: int) -> None:
+    source = Echo()
+    toolkit = at.assemble([at.Member(source, await source.discover())], lambda _, __: "allow")
+    async with at.Runtime() as runtime:
+        ref = await runtime.spawn(source, max_concurrency=64)
+        over_actor = at.assemble([at.Member(ref, await ref.discover())], lambda _, __: "allow")
+        async with (
+            at.Session(toolkit, approve=lambda _, __: True) as session,
+            at.Session(over_actor, approve=lambda _, __: True) as actor_session,
+        ):
+            subjects: list[tuple[str, Call]] = [
+                ("source.call (baseline)", lambda: source.call("echo", INPUT)),
+                ("toolkit.call", lambda: toolkit.call("bench__echo", INPUT)),
+                ("session.call", lambda: session.call("bench__echo", INPUT)),
+                ("session.call over an actor", lambda: actor_session.call("bench__echo", INPUT)),
+            ]
+            for concurrency in (1, 64):
+                print(f"\ncalls, {concurrency} caller(s) at a time, {calls} calls")
+                baseline = 0.0
+                for label, call in subjects:
+                    await rate(call, calls // 10, concurrency)  # warm up
+                    per_second = await rate(call, calls, concurrency)
+                    baseline = baseline or per_second
+                    print(
+                        f"  {label:<30} {per_second:>12,.0f}/s   "
+                        f"{baseline / per_second:>6.1f}x the baseline's time"
+                    )
+
+
+def bench_assembly(sizes: Sequence[int]) -> None:
+    print("\nassembly")
+    source = Echo()
+    for size in sizes:
+        definitions = [
+            at.ToolDefinition(name=f"tool.{i}", description=f"Tool {i}.", input_schema=SCHEMA)
+            for i in range(size)
+        ]
+        member = at.Member(source, definitions)
+
+        started = time.perf_counter()
+        names = {f"{source.name}__{d.name}": d for d in definitions}
+        baseline = time.perf_counter() - started
+        assert len(names) == size
+
+        best = float("inf")
+        for _ in range(3):
+            gc.collect()
+            started = time.perf_counter()
+            toolkit = at.assemble([member], lambda _, __: "allow")
+            best = min(best, time.perf_counter() - started)
+        assert len(toolkit) == size
+        print(
+            f"  {size:>6} tools: assemble {best * 1000:8.1f} ms, naming baseline "
+            f"{baseline * 1000:6.1f} ms ({best / baseline:5.1f}x), "
+            f"{best / size * 1e6:5.2f} us per tool"
+        )
+
+    started = time.perf_counter()
+    anyio.run(toolkit.call, "bench__tool_0", INPUT)
+    print(
+        f"  first call of a tool (validator compiled): {(time.perf_counter() - started) * 1000:.2f} ms"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--calls", type=int, default=64_000)
+    args = parser.parse_args()
+    anyio.run(bench_calls, args.calls)
+    bench_assembly([10_000, 20_000])
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,72 @@
+"""Anthropic: the toolkit's tools as Messages API tools, and a model's tool uses run and answered."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from amends_toolkit.adapters._calls import (
+    PendingCall,
+    ToolCaller,
+    ToolCallLike,
+    content_of,
+    is_failure,
+    read,
+    run_all,
+    text_field,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from amends_toolkit._json import JsonObject, JsonValue
+    from amends_toolkit.runtime import Toolkit
+
+__all__ = ("anthropic_tools", "run_anthropic_tool_uses")
+
+
+def anthropic_tools(toolkit: Toolkit) -> list[JsonObject]:
+    """The toolkit's tools as Messages API tools: ``{"name", "description", "input_schema"}``,
+    as the ``anthropic`` SDK's ``ToolParam`` is."""
+    return [
+        {"name": tool.name, "description": tool.description, "input_schema": tool.input_schema}
+        for tool in toolkit.tools.values()
+    ]
+
+
+async def run_anthropic_tool_uses(
+    caller: ToolCaller, content: Iterable[ToolCallLike]
+) -> JsonObject:
+    """Run a message's ``tool_use`` blocks and give the user message that answers them.
+
+    Args:
+        caller: A :class:`~amends_toolkit.Session` (or a bare :class:`~amends_toolkit.Toolkit`).
+        content: ``message.content``: its ``tool_use`` blocks are run, other blocks skipped.
+
+    Returns:
+        ``{"role": "user", "content": [{"type": "tool_result", "tool_use_id", "content",
+        "is_error"}, ...]}``, one block per tool use in order (the content is empty when there
+        were none). Calls run concurrently; ``is_error`` is set for a failure. A result that is a
+        string is sent as it is, any other JSON as JSON text.
+
+    Raises:
+        ValueError: a tool use lacks its ``id`` or ``name``.
+    """
+    uses = [block for block in map(read, content) if block.get("type") == "tool_use"]
+    ids = [text_field(use, "id", "tool use") for use in uses]
+    pending: list[PendingCall] = []
+    for use in uses:
+        given: JsonValue = use.get("input", {})  # type: ignore[assignment]
+        pending.append((text_field(use, "name", "tool use"), given))
+    results = await run_all(caller, pending)
+    return {
+        "role": "user",
+        "content": [
+            {
+                "type": "tool_result",
+                "tool_use_id": use_id,
+                "content": content_of(result),
+                "is_error": is_failure(result),
+            }
+            for use_id, result in zip(ids, results, strict=True)
+        ],
+    }

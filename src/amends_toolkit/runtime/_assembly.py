@@ -1,0 +1,129 @@
+"""Assembly: the one toolkit of a turn, from the sources a host has and its policy.
+
+A model knows a tool as ``<source>__<tool>``, in the characters model APIs accept
+(``[A-Za-z0-9_-]``; any other becomes ``_``). A name longer than ``max_name_length`` is cut and
+ends with ``_`` and a fingerprint of the whole name (10 characters of its SHA-256 in base32), so
+long names that differ only after the cut stay apart, and a name is the same in every process.
+Building contacts no source and takes time linear in the number of tools.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import re
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING
+
+import attrs
+
+from amends_toolkit._definitions import ToolDefinition
+from amends_toolkit.runtime._source import ToolSource
+from amends_toolkit.runtime._toolkit import ToolEntry, Toolkit, source_entry
+
+if TYPE_CHECKING:
+    from amends_toolkit._definitions import Decision
+
+__all__ = ("MIN_NAME_LENGTH", "Member", "assemble", "tool_name")
+
+MIN_NAME_LENGTH = 16
+"""The smallest ``max_name_length``: room for a few characters of the name and the fingerprint."""
+
+_FINGERPRINT_LENGTH = 10
+_OTHER = re.compile(r"[^A-Za-z0-9_-]")
+_DECISIONS = frozenset(("allow", "approve", "block"))
+
+
+def _as_tuple(definitions: Iterable[ToolDefinition]) -> tuple[ToolDefinition, ...]:
+    return tuple(definitions)
+
+
+@attrs.frozen
+class Member:
+    """A source of an assembly, with the definitions of its tools that the host holds.
+
+    Attributes:
+        source: Any :class:`~amends_toolkit.ToolSource`, often the ``ActorRef`` of a spawned
+            source. Assembly reads only its ``name``; calls reach it later.
+        definitions: The tools the host stored for it (its catalog), in catalog order.
+    """
+
+    source: ToolSource
+    definitions: Sequence[ToolDefinition] = attrs.field(converter=_as_tuple)
+
+
+def tool_name(source: str, tool: str, *, max_name_length: int = 64) -> str:
+    """The model-facing name of a source's tool: ``<source>__<tool>``, sanitized and cut.
+
+    Raises:
+        ValueError: ``max_name_length`` is below 16.
+    """
+    _check_limit(max_name_length)
+    return _name(f"{source}__{tool}", max_name_length)
+
+
+def _name(whole: str, limit: int) -> str:
+    name = _OTHER.sub("_", whole)
+    if len(name) <= limit:
+        return name
+    digest = hashlib.sha256(name.encode()).digest()
+    fingerprint = base64.b32encode(digest).decode("ascii").lower()[:_FINGERPRINT_LENGTH]
+    return f"{name[: limit - _FINGERPRINT_LENGTH - 1]}_{fingerprint}"
+
+
+def _check_limit(max_name_length: int) -> None:
+    if isinstance(max_name_length, bool) or not isinstance(max_name_length, int):
+        raise TypeError(f"max_name_length must be an int, not {type(max_name_length).__name__}")
+    if max_name_length < MIN_NAME_LENGTH:
+        raise ValueError(
+            f"max_name_length must be at least {MIN_NAME_LENGTH} (got {max_name_length}); "
+            "a shorter name has no room for the fingerprint that keeps cut names apart"
+        )
+
+
+def assemble(
+    members: Iterable[Member],
+    decide: Callable[[str, ToolDefinition], Decision],
+    *,
+    max_name_length: int = 64,
+) -> Toolkit:
+    """The toolkit of a turn: every member's tools that ``decide`` does not block.
+
+    Args:
+        members: The sources and the definitions the host holds for each.
+        decide: The host's policy, for a source's name and a definition: ``"allow"`` (the model
+            may call it), ``"approve"`` (a harness session asks a person before each call), or
+            ``"block"`` (left out: the model neither sees nor calls it). There is no default.
+        max_name_length: The longest model-facing name, at least 16; longer names are cut and end
+            with a fingerprint of the whole.
+
+    A call reaches the member's source by the name that source knows the tool by. Building
+    contacts no source.
+
+    Raises:
+        NameClash: tools that would still share one name, every clash at once.
+        ValueError: ``max_name_length`` is below 16, or ``decide`` gave no Decision.
+    """
+    _check_limit(max_name_length)
+    entries: list[ToolEntry] = []
+    for member in members:
+        source = member.source
+        source_name = source.name
+        for definition in member.definitions:
+            decision = decide(source_name, definition)
+            if decision == "block":
+                continue
+            if decision not in _DECISIONS:
+                raise ValueError(
+                    f"decide gave {decision!r} for {source_name}/{definition.name}; "
+                    "it must give 'allow', 'approve' or 'block'"
+                )
+            entries.append(
+                source_entry(
+                    source,
+                    definition,
+                    name=_name(f"{source_name}__{definition.name}", max_name_length),
+                    needs_approval=decision == "approve",
+                )
+            )
+    return Toolkit.from_entries(entries)

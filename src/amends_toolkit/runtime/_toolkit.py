@@ -1,0 +1,351 @@
+"""The model-facing toolkit: named tools, each an entry of a tool and the handler that runs it.
+
+A :class:`Toolkit` is immutable and shared: its entries, their compiled validators and their
+routes are built once and read by every session that runs it, so a session costs nothing more.
+
+Whatever happens to a call is a result the model reads (:meth:`Toolkit.call`):
+
+=====================================  ==================================================
+what happened                          what the model reads (``code`` of the Failure JSON)
+=====================================  ==================================================
+the name is unknown (or blocked)       ``NotFoundError``
+the input is not an object, or does    ``InvalidInputError``, saying what to fix; the
+not match the tool's schema            handler (the source) never sees the input
+the handler raised a ToolSourceError   that reason's Failure (``error.to_failure()``)
+the handler raised a Failure           that Failure
+the handler raised anything else       ``UnknownError`` ("the source failed"), logged
+                                       with its traceback: a defect
+the call was cancelled                 nothing: cancellation propagates
+=====================================  ==================================================
+
+:meth:`Toolkit.invoke` gives the same as a :class:`ToolResult`, which also holds the
+``ToolSourceError`` behind a failure, so that a host can act on it (ask for a connection again
+after an ``AuthenticationError``).
+
+Presentations build toolkits of their own tools through the seam of :class:`ToolEntry` and
+:meth:`Toolkit.from_entries`, and take tools of another toolkit with :meth:`Toolkit.entry`: an
+entry runs the same in every toolkit that holds it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
+from types import MappingProxyType
+from typing import TYPE_CHECKING, TypeAlias
+
+import attrs
+
+from amends_toolkit._errors import Failure, NameClash, NotFoundError, ToolSourceError, UnknownError
+from amends_toolkit._json import JsonObject, JsonValue
+from amends_toolkit._log import get_logger
+from amends_toolkit.runtime._validation import InputValidator, validator_for
+
+if TYPE_CHECKING:
+    from amends_toolkit._definitions import ToolDefinition
+    from amends_toolkit.runtime._source import ToolSource
+
+__all__ = (
+    "NeedsApproval",
+    "Tool",
+    "ToolEntry",
+    "ToolHandler",
+    "ToolResult",
+    "Toolkit",
+    "source_toolkit",
+)
+
+_log = get_logger(__name__)
+
+ToolHandler: TypeAlias = Callable[[JsonObject], Awaitable[JsonValue]]
+"""What runs a tool: an async function of the (already checked) input object that returns JSON.
+
+It raises a :class:`~amends_toolkit.ToolSourceError` reason or a
+:class:`~amends_toolkit.Failure` for a failure the model should read; anything else it raises is a
+defect. Cancellation must propagate.
+"""
+
+NeedsApproval: TypeAlias = bool | Callable[[JsonObject], bool]
+"""Whether a call needs a person's approval: always, never, or as a function of its input."""
+
+_NOT_FOUND = NotFoundError(source="toolkit").to_failure()
+
+
+@attrs.frozen(kw_only=True)
+class Tool:
+    """A tool as a model is given it.
+
+    Attributes:
+        name: The model-facing name, unique in its toolkit.
+        description: What the tool does, for the model.
+        input_schema: The JSON Schema (object root) of its input.
+        needs_approval: ``True`` when a harness session must ask a person before each call,
+            or a function of the (checked) input that says so per call.
+    """
+
+    name: str
+    description: str
+    input_schema: JsonObject = attrs.field(hash=False)
+    needs_approval: NeedsApproval = False
+
+    def requires_approval(self, input: JsonObject) -> bool:
+        """Whether a call with this (checked) input needs a person's approval."""
+        if callable(self.needs_approval):
+            return bool(self.needs_approval(input))
+        return self.needs_approval
+
+
+@attrs.frozen(kw_only=True)
+class ToolEntry:
+    """One tool of a toolkit and what runs it: the seam presentations build toolkits through.
+
+    Attributes:
+        tool: The tool as the model is given it.
+        handler: Runs the tool with an input already checked against ``tool.input_schema``.
+        route: ``(source name, tool name)`` when the tool reaches a source's tool, else ``None``
+            (a presentation's own tool).
+
+    An entry taken from one toolkit (:meth:`Toolkit.entry`) and put in another
+    (:meth:`Toolkit.from_entries`) runs as it did, and shares its compiled validator (which
+    :func:`~amends_toolkit.runtime.validator_for` also shares between equal schemas).
+    """
+
+    tool: Tool
+    handler: ToolHandler = attrs.field(eq=False)
+    route: tuple[str, str] | None = None
+    # A cache, compiled at the first call and then read by every session: not part of the value.
+    _validator: InputValidator | None = attrs.field(init=False, default=None, eq=False, repr=False)
+
+    @property
+    def name(self) -> str:
+        """The model-facing name."""
+        return self.tool.name
+
+    def check(self, input: JsonValue) -> str | None:
+        """``None`` when the input may go to the handler, else what is wrong, for the model."""
+        validator = self._validator
+        if validator is None:
+            validator = validator_for(self.tool.input_schema, tool=self.tool.name)
+            object.__setattr__(self, "_validator", validator)
+        return validator.check(input)
+
+    def renamed(self, name: str) -> ToolEntry:
+        """The same tool under another model-facing name, running as this one does."""
+        return ToolEntry(
+            tool=attrs.evolve(self.tool, name=name), handler=self.handler, route=self.route
+        )
+
+
+@attrs.frozen(kw_only=True)
+class ToolResult:
+    """What one call gave: the JSON the model reads, and what lies behind a failure.
+
+    Attributes:
+        value: The JSON the model reads: the tool's answer, or a Failure's JSON.
+        failure: The failure, when the call failed (``value`` is then ``failure.to_json()``).
+        error: The ``ToolSourceError`` behind the failure, when the handler (the source) raised
+            one; for a defect, the ``UnknownError`` the toolkit read it as, whose ``__cause__``
+            is the defect. ``None`` for the toolkit's own refusals (unknown name, refused input,
+            approval refused, which are the model's or the person's, not the source's).
+    """
+
+    value: JsonValue
+    failure: Failure | None = None
+    error: ToolSourceError | None = None
+
+    @property
+    def ok(self) -> bool:
+        """Whether the call gave an answer and no failure."""
+        return self.failure is None
+
+    def unwrap(self) -> JsonValue:
+        """The answer, or raise what failed: ``error`` when there is one, else ``failure``.
+
+        A handler that runs a tool of another toolkit returns ``(await other.invoke(...)).unwrap()``
+        so that the outer toolkit gives the same result and keeps the error behind it.
+        """
+        if self.error is not None:
+            raise self.error
+        if self.failure is not None:
+            raise self.failure
+        return self.value
+
+    @classmethod
+    def failed(cls, failure: Failure, error: ToolSourceError | None = None) -> ToolResult:
+        """The result of a failed call."""
+        return cls(value=failure.to_json(), failure=failure, error=error)
+
+
+class Toolkit:
+    """The tools a model is given, and the one way to run them.
+
+    Immutable, and shared by every session that runs it. Build one with
+    :func:`~amends_toolkit.assemble`, :func:`~amends_toolkit.source_toolkit`, a presentation, or
+    :meth:`from_entries`.
+    """
+
+    __slots__ = ("_entries", "_tools")
+
+    def __init__(self, entries: Mapping[str, ToolEntry]) -> None:
+        """Use :meth:`from_entries`; this trusts that names are the entries' own and distinct."""
+        self._entries: Mapping[str, ToolEntry] = MappingProxyType(dict(entries))
+        self._tools: Mapping[str, Tool] = MappingProxyType(
+            {name: entry.tool for name, entry in self._entries.items()}
+        )
+
+    @classmethod
+    def from_entries(cls, entries: Iterable[ToolEntry]) -> Toolkit:
+        """A toolkit of these entries, in this order; an entry given twice is one tool.
+
+        Raises:
+            NameClash: two different entries have one name (every clash at once).
+        """
+        by_name: dict[str, ToolEntry] = {}
+        clashes: dict[str, list[tuple[str, str]]] = {}
+        for entry in entries:
+            first = by_name.setdefault(entry.name, entry)
+            if first is not entry:
+                pairs = clashes.setdefault(entry.name, [_origin(first)])
+                pairs.append(_origin(entry))
+        if clashes:
+            raise NameClash(clashes)
+        return cls(by_name)
+
+    @property
+    def tools(self) -> Mapping[str, Tool]:
+        """Each model-facing name's tool, in catalog order (read-only)."""
+        return self._tools
+
+    def entry(self, name: str) -> ToolEntry:
+        """The entry of a tool, to put in another toolkit.
+
+        Raises:
+            KeyError: no tool has this name.
+        """
+        return self._entries[name]
+
+    def entries(self) -> Iterator[ToolEntry]:
+        """Every entry, in catalog order."""
+        return iter(self._entries.values())
+
+    def source_tool(self, name: str) -> tuple[str, str]:
+        """The ``(source name, tool name)`` a model-facing name reaches.
+
+        Raises:
+            KeyError: no tool has this name, or it reaches no source (a presentation's own tool).
+        """
+        route = self._entries[name].route
+        if route is None:
+            raise KeyError(f"{name!r} reaches no source")
+        return route
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._entries
+
+    def __repr__(self) -> str:
+        return f"<Toolkit of {len(self._entries)} tools>"
+
+    async def call(self, name: str, input: JsonValue) -> JsonValue:
+        """Run a tool and give the JSON the model reads; never raises for a failure.
+
+        The input must be an object that matches the tool's schema, or the source never sees it.
+        An unknown name reads as a ``NotFoundError`` failure, a refused input as an
+        ``InvalidInputError`` failure, a ``ToolSourceError`` as its failure, and any other
+        exception, a defect, is logged with its traceback and read as an ``UnknownError``.
+        Cancellation propagates: a cancelled call gives no result.
+        """
+        return (await self.invoke(name, input)).value
+
+    async def invoke(self, name: str, input: JsonValue) -> ToolResult:
+        """Run a tool as :meth:`call` does, and give the result with the error behind a failure."""
+        entry = self._entries.get(name)
+        if entry is None:
+            return not_found()
+        problem = entry.check(input)
+        if problem is not None:
+            return refused(problem)
+        assert isinstance(input, dict)  # check() refuses anything but an object
+        return await run_entry(entry, input)
+
+
+def not_found() -> ToolResult:
+    """The result of a name no tool of the toolkit has (or a blocked tool's)."""
+    return ToolResult.failed(_NOT_FOUND)
+
+
+def refused(problem: str) -> ToolResult:
+    """The result of an input the tool's schema refuses."""
+    return ToolResult.failed(Failure(code="InvalidInputError", message=problem, retryable=False))
+
+
+async def run_entry(entry: ToolEntry, input: JsonObject) -> ToolResult:
+    """Run an entry's handler with a checked input; every failure becomes a result."""
+    try:
+        value = await entry.handler(input)
+    except ToolSourceError as error:
+        _log.info(
+            "call.failed",
+            tool=entry.name,
+            source=error.source,
+            reason=error.reason,
+            retryable=error.retryable,
+        )
+        return ToolResult.failed(error.to_failure(), error)
+    except Failure as failure:
+        _log.info("call.failed", tool=entry.name, reason=failure.code)
+        return ToolResult.failed(failure)
+    except Exception as defect:  # noqa: BLE001 - a defect: the host reads it in the log, the model reads "the source failed"
+        source = entry.route[0] if entry.route is not None else entry.name
+        _log.error("call.defect", tool=entry.name, source=source, exc_info=defect)
+        unknown = UnknownError(source=source)
+        unknown.__cause__ = defect
+        return ToolResult.failed(unknown.to_failure(), unknown)
+    return ToolResult(value=value)
+
+
+def _origin(entry: ToolEntry) -> tuple[str, str]:
+    return entry.route if entry.route is not None else ("", entry.name)
+
+
+class _SourceCall:
+    """The handler of a source's tool: it calls the source by the name the source knows."""
+
+    __slots__ = ("_source", "_tool")
+
+    def __init__(self, source: ToolSource, tool: str) -> None:
+        self._source = source
+        self._tool = tool
+
+    def __call__(self, input: JsonObject) -> Awaitable[JsonValue]:
+        return self._source.call(self._tool, input)
+
+
+def source_entry(
+    source: ToolSource, definition: ToolDefinition, *, name: str, needs_approval: bool = False
+) -> ToolEntry:
+    """The entry of a source's tool under a model-facing name."""
+    return ToolEntry(
+        tool=Tool(
+            name=name,
+            description=definition.description,
+            input_schema=definition.input_schema,
+            needs_approval=needs_approval,
+        ),
+        handler=_SourceCall(source, definition.name),
+        route=(source.name, definition.name),
+    )
+
+
+def source_toolkit(source: ToolSource, definitions: Sequence[ToolDefinition]) -> Toolkit:
+    """The toolkit of one source's definitions, unprefixed: each tool under its own name.
+
+    Building contacts nothing: the source is reached only when a tool is called.
+
+    Raises:
+        NameClash: two definitions share a name.
+    """
+    return Toolkit.from_entries(
+        source_entry(source, definition, name=definition.name) for definition in definitions
+    )

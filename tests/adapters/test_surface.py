@@ -1,0 +1,31 @@
+from __future__ import annotations
+
+import amends_toolkit
+import amends_toolkit as at
+from amends_toolkit import adapters, runtime
+
+
+def test_the_adapters_namespace_is_pinned() -> None:
+    assert at.adapters is adapters
+    assert adapters.__all__ == (
+        "ToolCaller",
+        "anthropic_tools",
+        "openai_responses_tools",
+        "openai_tools",
+        "run_anthropic_tool_uses",
+        "run_openai_function_calls",
+        "run_openai_tool_calls",
+    )
+
+
+def test_the_toolkit_names_are_host_facing() -> None:
+    names = {"Member", "Session", "Tool", "ToolEntry", "ToolResult", "Toolkit", "assemble"}
+    assert names | {"source_toolkit", "adapters"} <= set(amends_toolkit.__all__)
+    assert names | {"ToolHandler", "source_toolkit"} <= set(runtime.__all__)
+    assert at.Toolkit is runtime.Toolkit
+
+
+def test_a_toolkit_and_a_session_both_run_model_calls() -> None:
+    toolkit = at.assemble([], lambda _, __: "allow")
+    assert isinstance(toolkit, adapters.ToolCaller)
+    assert isinstance(at.Session(toolkit, approve=lambda _, __: True), adapters.ToolCaller)
