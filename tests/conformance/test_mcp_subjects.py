@@ -73,16 +73,4 @@ def sessions(sessions_server: tuple[int, BlockingLog]) -> McpFixture:
 
 
 test_mcp_source_over_a_stateless_server = conformance_tests("stateless")
-# In a session, a server does not read a closed connection as a cancelled request: the client
-# must send notifications/cancelled (reference/mcp-protocol.md §4.3), which the source does not
-# yet do, so the SDK's server runs an interrupted call on.
-_NO_CANCELLED_NOTIFICATION = (
-    "issue 5: at.mcp.http sends no notifications/cancelled for an interrupted call in a session"
-)
-test_mcp_source_over_a_server_of_sessions = conformance_tests(
-    "sessions",
-    known_failures={
-        "interrupted_call_stops": _NO_CANCELLED_NOTIFICATION,
-        "runs_in_a_runtime": _NO_CANCELLED_NOTIFICATION,
-    },
-)
+test_mcp_source_over_a_server_of_sessions = conformance_tests("sessions")

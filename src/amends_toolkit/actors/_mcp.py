@@ -330,12 +330,19 @@ class McpHttpSource:
         session = await self._ensure_session()
         for attempt in range(2):
             current = session
-            answer = await self._wire.post(
-                request(next(self._ids), method, params),
-                headers=current.headers(),
-                on_request=functools.partial(self._answer_server, current),
-                resume_headers=current.headers(),
-            )
+            id_ = next(self._ids)
+            try:
+                answer = await self._wire.post(
+                    request(id_, method, params),
+                    headers=current.headers(),
+                    on_request=functools.partial(self._answer_server, current),
+                    resume_headers=current.headers(),
+                )
+            except anyio.get_cancelled_exc_class():
+                # A session's server does not take a closed stream as a cancellation: the
+                # spec asks the client to say so.
+                await self._cancelled(current, id_)
+                raise
             if answer.status != 404 or current.id is None:
                 return self._reply(answer, method)
             if attempt == 0:
@@ -343,6 +350,16 @@ class McpHttpSource:
         raise UnavailableError(
             source=self._name, message=f"{method}: the server ended the session twice"
         )
+
+    async def _cancelled(self, session: _Session, id_: int) -> None:
+        message = notification(
+            "notifications/cancelled", {"requestId": id_, "reason": "the caller left"}
+        )
+        with anyio.move_on_after(min(self._timeout, END_SESSION_TIMEOUT), shield=True):
+            try:
+                await self._wire.post(message, headers=session.headers())
+            except Unreachable as error:
+                _log.info("mcp.cancel_failed", source=self._name, error=str(error))
 
     def _reply(self, answer: Answer, method: str) -> Response | ErrorResponse:
         """The answer's message; a status that says more than its body is raised as a reason."""
