@@ -1,0 +1,351 @@
+"""The source of HTTP operations: each tool is a request sent to one base URL over the host's
+client (an ``httpx.AsyncClient`` or an ``httpx2.AsyncClient``).
+
+This is the one place where what HTTP answered becomes a ``ToolSourceError`` reason:
+
+===============================  ================================================================
+What happened                    Reason
+===============================  ================================================================
+an input value the template      ``InvalidInputError``, saying which property and why
+cannot send
+2xx                              the body as JSON (a JSON content type), as text, or null
+                                 without one; ``InvalidResponseError`` when it says it is JSON
+                                 and is not, or is not text at all
+an answer longer than            ``CallFailedError`` telling the model to ask for less; the body
+``max_answer_length``            is read only until it is known to be too long
+401, 403                         ``AuthenticationError`` (the body is not read)
+408, 429, 5xx                    ``UnavailableError`` with ``retry_after`` from ``Retry-After``
+                                 (seconds or an HTTP date); the body is not read
+any other 4xx                    ``CallFailedError`` with the API's own words, cut to 500
+                                 characters
+3xx (a redirect the client did   ``InvalidResponseError``
+not follow)
+no answer within ``timeout``     ``UnavailableError`` (one deadline for sending and reading)
+timeouts, network and proxy      ``UnavailableError``
+errors of the client
+a broken answer (protocol,       ``InvalidResponseError``
+decoding, too many redirects)
+any other error of the client    ``UnknownError``
+cancellation                     propagates; it is never an error
+===============================  ================================================================
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from http import HTTPStatus
+from typing import TYPE_CHECKING, Protocol
+from urllib.parse import urlsplit
+
+import anyio
+import attrs
+
+from amends_toolkit._errors import (
+    AuthenticationError,
+    CallFailedError,
+    InvalidInputError,
+    InvalidResponseError,
+    NotFoundError,
+    ToolSourceError,
+    UnavailableError,
+    UnknownError,
+)
+from amends_toolkit._log import get_logger
+from amends_toolkit.protocols.http import (
+    FAILURE_TEXT_LENGTH,
+    BoundedText,
+    InputRefused,
+    Operation,
+    UnreadableAnswer,
+    WireRequest,
+    build_request,
+    charset,
+    outcome,
+    parse_answer,
+    retry_after,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator, Mapping, Sequence
+    from contextlib import AbstractAsyncContextManager
+
+    from amends_toolkit._definitions import ToolDefinition
+    from amends_toolkit._json import JsonObject, JsonValue
+
+__all__ = ("AsyncClient", "HttpSource", "Response", "client_error", "make")
+
+_log = get_logger(__name__)
+
+
+class Response(Protocol):
+    """What the source reads of a streamed answer (httpx's and httpx2's ``Response``)."""
+
+    @property
+    def status_code(self) -> int: ...
+
+    @property
+    def headers(self) -> Mapping[str, str]: ...
+
+    def aiter_bytes(self, chunk_size: int | None = None) -> AsyncIterator[bytes]: ...
+
+
+class AsyncClient(Protocol):
+    """The host's client: an ``httpx.AsyncClient`` or an ``httpx2.AsyncClient``.
+
+    Its ``headers`` and ``params`` (its credentials) win over any an input fills.
+    """
+
+    @property
+    def headers(self) -> Mapping[str, str]: ...
+
+    @property
+    def params(self) -> Mapping[str, str]: ...
+
+    def stream(
+        self,
+        method: str,
+        url: str,
+        *,
+        content: bytes | None = None,
+        params: tuple[tuple[str, str], ...] | None = None,
+        headers: list[tuple[str, str]] | None = None,
+    ) -> AbstractAsyncContextManager[Response]: ...
+
+
+# Errors of httpx and httpx2 (same names, two class trees), by the nearest class in the MRO.
+_CLIENT_ERRORS: Mapping[str, type[ToolSourceError]] = {
+    "TimeoutException": UnavailableError,
+    "NetworkError": UnavailableError,
+    "ProxyError": UnavailableError,
+    "RemoteProtocolError": InvalidResponseError,
+    "DecodingError": InvalidResponseError,
+    "TooManyRedirects": InvalidResponseError,
+    "HTTPError": UnknownError,
+}
+
+
+def client_error(error: BaseException) -> type[ToolSourceError] | None:
+    """The reason an error of the client (httpx or httpx2) is, or ``None`` when it is none."""
+    for cls in type(error).__mro__:
+        if cls.__module__.partition(".")[0] in ("httpx", "httpx2"):
+            reason = _CLIENT_ERRORS.get(cls.__name__)
+            if reason is not None:
+                return reason
+    return None
+
+
+class HttpSource:
+    """A source of HTTP operations; build it with :func:`make`."""
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        base_url: str,
+        operations: Sequence[Operation],
+        client: AsyncClient,
+        timeout: float,
+        max_answer_length: int,
+    ) -> None:
+        self._name = name
+        self._base_url = base_url
+        self._operations = {operation.definition.name: operation for operation in operations}
+        self._definitions = tuple(operation.definition for operation in operations)
+        self._client = client
+        self._timeout = timeout
+        self._max_answer_length = max_answer_length
+
+    @property
+    def name(self) -> str:
+        """The source's name."""
+        return self._name
+
+    def __repr__(self) -> str:
+        return f"<HttpSource {self._name!r}: {len(self._definitions)} operations>"
+
+    async def discover(self) -> Sequence[ToolDefinition]:
+        """The operations' definitions, as given: it contacts nothing."""
+        return self._definitions
+
+    async def call(self, tool: str, input: JsonObject) -> JsonValue:
+        """Send the request of ``tool`` filled with ``input``, and return what it answered.
+
+        Raises:
+            NotFoundError: no operation has that name.
+            InvalidInputError: a value cannot be sent (see the request rules in ``at.http``).
+            AuthenticationError: the API answered 401 or 403.
+            UnavailableError: 408, 429 or 5xx (with ``retry_after`` when the API said), the
+                timeout passed, or the API could not be reached.
+            CallFailedError: any other 4xx, or an answer longer than ``max_answer_length``.
+            InvalidResponseError: an answer that cannot be read, or a redirect.
+
+        Cancellation stops the request and propagates.
+        """
+        operation = self._operations.get(tool)
+        if operation is None:
+            raise NotFoundError(source=self._name, message=f"no operation named {tool!r}")
+        try:
+            wire = build_request(operation.request, input, base_url=self._base_url)
+        except InputRefused as error:
+            raise InvalidInputError(source=self._name, message=str(error)) from None
+        # The client's own headers and query parameters (its credentials) come last and win: one
+        # the client sets is not sent from the input, so the client's value is the one sent.
+        own_headers = {key.lower() for key in self._client.headers}
+        own_query = set(self._client.params)
+        wire = attrs.evolve(
+            wire,
+            headers=[(k, v) for k, v in wire.headers if k.lower() not in own_headers],
+            query=[(k, v) for k, v in wire.query if k not in own_query],
+        )
+        try:
+            with anyio.fail_after(self._timeout):
+                return await self._send(tool, wire)
+        except TimeoutError:
+            _log.info("call.timed_out", source=self._name, tool=tool, timeout=self._timeout)
+            raise UnavailableError(
+                source=self._name, message=f"no answer within {self._timeout} seconds"
+            ) from None
+        except ToolSourceError:
+            raise
+        except Exception as error:
+            reason = client_error(error)
+            if reason is None:
+                raise
+            _log.info("call.failed", source=self._name, tool=tool, error=type(error).__name__)
+            raise reason(source=self._name, message=f"{type(error).__name__}: {error}") from None
+
+    async def _send(self, tool: str, wire: WireRequest) -> JsonValue:
+        async with self._client.stream(
+            wire.method,
+            wire.url,
+            content=wire.content,
+            params=tuple(wire.query),
+            headers=wire.headers,
+        ) as response:
+            status = response.status_code
+            kind = outcome(status)
+            if kind == "success":
+                return await self._success(response)
+            _log.info("call.refused", source=self._name, tool=tool, status=status)
+            phrase = _phrase(status)
+            if kind == "authentication":
+                raise AuthenticationError(source=self._name, message=f"the API answered {phrase}")
+            if kind == "unavailable":
+                raise UnavailableError(
+                    source=self._name,
+                    message=f"the API answered {phrase}",
+                    retry_after=retry_after(response.headers.get("retry-after")),
+                )
+            if kind == "unexpected":
+                raise InvalidResponseError(
+                    source=self._name, message=f"the API answered {phrase}, which is not followed"
+                )
+            words = await _read(response, FAILURE_TEXT_LENGTH)
+            text = words.text[:FAILURE_TEXT_LENGTH].strip() if not words.undecodable else ""
+            message = f"The API answered {phrase}" + (f": {text}" if text else ".")
+            raise CallFailedError(source=self._name, message=message)
+
+    async def _success(self, response: Response) -> JsonValue:
+        content_type = response.headers.get("content-type")
+        body = await _read(response, self._max_answer_length)
+        if body.too_long:
+            raise CallFailedError(
+                source=self._name,
+                message=(
+                    f"The answer is longer than {self._max_answer_length} characters. Ask for "
+                    "less: use a filter, a smaller page or fewer fields."
+                ),
+            )
+        if body.undecodable:
+            raise InvalidResponseError(
+                source=self._name,
+                message=f"the answer ({content_type or 'no content type'}) is not text",
+            )
+        try:
+            return parse_answer(content_type, body.text)
+        except UnreadableAnswer as error:
+            raise InvalidResponseError(source=self._name, message=str(error)) from None
+
+
+class _Read(BoundedText):
+    too_long = False
+
+
+async def _read(response: Response, limit: int) -> _Read:
+    body = _Read(limit=limit, encoding=charset(response.headers.get("content-type")))
+    async for chunk in response.aiter_bytes():
+        if not body.feed(chunk):
+            body.too_long = True
+            return body
+        if body.undecodable:
+            return body
+    body.too_long = not body.close()
+    return body
+
+
+def _phrase(status: int) -> str:
+    try:
+        return f"{status} {HTTPStatus(status).phrase}"
+    except ValueError:
+        return str(status)
+
+
+def make(
+    *,
+    name: str,
+    base_url: str,
+    operations: Sequence[Operation],
+    client: AsyncClient,
+    timeout: float = 30.0,
+    max_answer_length: int = 200_000,
+) -> HttpSource:
+    """A source of ``operations`` that sends their requests to ``base_url`` over ``client``.
+
+    ``client`` is the host's ``httpx.AsyncClient`` or ``httpx2.AsyncClient``, which carries the
+    credentials; its own headers come last and win over any header an input fills. Building it
+    contacts nothing.
+
+    Args:
+        name: the source's name, which prefixes its tools in an assembly.
+        base_url: an absolute ``http(s)`` URL, which may end in a path (``https://api/v1``); an
+            operation's path follows it.
+        operations: the tools, under distinct names.
+        client: the host's client, shared by every call; the source never closes it.
+        timeout: seconds a call may take, sending and reading included; past it a call fails as
+            ``UnavailableError``.
+        max_answer_length: characters of an answer the model may read; a longer one fails as
+            ``CallFailedError``.
+
+    Raises:
+        ValueError: a bad option, or two operations with one name (the message names them).
+    """
+    if not isinstance(name, str) or not name:
+        raise ValueError("name must be a non-empty string")
+    parts = urlsplit(base_url) if isinstance(base_url, str) else None
+    if parts is None or parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ValueError(f"base_url must be an absolute http(s) URL, not {base_url!r}")
+    if parts.query or parts.fragment:
+        raise ValueError("base_url may not hold a query or a fragment")
+    if not (isinstance(timeout, (int, float)) and math.isfinite(timeout) and timeout > 0):
+        raise ValueError(f"timeout must be a positive number of seconds, not {timeout!r}")
+    if isinstance(max_answer_length, bool) or not isinstance(max_answer_length, int):
+        raise ValueError("max_answer_length must be a positive int")
+    if max_answer_length < 1:
+        raise ValueError("max_answer_length must be a positive int")
+    operations = tuple(operations)
+    for operation in operations:
+        if not isinstance(operation, Operation):
+            raise ValueError(f"operations must be at.http.Operation values, not {operation!r}")
+    counts = Counter(operation.definition.name for operation in operations)
+    clashes = sorted(name for name, count in counts.items() if count > 1)
+    if clashes:
+        raise ValueError(f"operations share names {clashes}; give each operation its own name")
+    return HttpSource(
+        name=name,
+        base_url=base_url,
+        operations=operations,
+        client=client,
+        timeout=float(timeout),
+        max_answer_length=max_answer_length,
+    )

@@ -1,0 +1,315 @@
+"""The MCP source over stdio: a server run as a subprocess, spoken to in a session.
+
+The actor that runs the source holds :meth:`McpStdioSource.lifespan`, which starts the process
+and ends it (stdin closed, then terminate, then kill; bounded and shielded) when the actor stops.
+The session begins with ``initialize`` when the source first needs the server, offering
+2025-11-25 and taking 2025-06-18, 2025-03-26 or 2024-11-05 if the server answers one of those.
+A process that dies crashes the actor, whose supervisor restarts it with a new process; the
+calls that were waiting answer ``UnavailableError``.
+
+Its state (the connection, the session's version) belongs to the source and is changed only by
+its own methods; beginning the session runs under one lock, so concurrent first calls begin it
+once.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Mapping, Sequence
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, TypeVar
+
+import anyio
+import attrs
+
+from amends_toolkit._errors import (
+    CallFailedError,
+    InvalidResponseError,
+    UnavailableError,
+    UnsupportedError,
+)
+from amends_toolkit._log import get_logger
+from amends_toolkit.protocols.mcp._errors import error_for_rpc
+from amends_toolkit.protocols.mcp._jsonrpc import (
+    SESSION_VERSIONS,
+    ErrorResponse,
+    ProtocolError,
+    initialize_params,
+)
+from amends_toolkit.protocols.mcp._results import (
+    Complete,
+    ToolFailed,
+    call_params,
+    read_call_result,
+)
+from amends_toolkit.protocols.mcp._stdio import ProcessEnded, StdioConnection
+from amends_toolkit.protocols.mcp._tools import (
+    MAX_PAGES,
+    ListedTool,
+    RejectedTool,
+    list_params,
+    read_tools_page,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator, Awaitable, Callable
+
+    from amends_toolkit._definitions import ToolDefinition
+    from amends_toolkit._json import JsonObject, JsonValue
+
+__all__ = ("McpStdioSource", "stdio")
+
+_log = get_logger(__name__)
+
+_T = TypeVar("_T")
+
+
+@attrs.define(kw_only=True)
+class _Live:
+    """One running process and the session begun in it (``version`` is None until then)."""
+
+    connection: StdioConnection
+    lock: anyio.Lock = attrs.field(factory=anyio.Lock)
+    version: str | None = None
+
+
+class McpStdioSource:
+    """An MCP server run as a subprocess, as a tool source; build it with ``at.mcp.stdio``."""
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        command: str,
+        args: Sequence[str],
+        env: Mapping[str, str] | None,
+        cwd: str | os.PathLike[str] | None,
+        timeout: float,
+    ) -> None:
+        self._name = name
+        self._command = command
+        self._args = tuple(args)
+        self._env = dict(env) if env is not None else None
+        self._cwd = cwd
+        self._timeout = timeout
+        self._live: _Live | None = None
+
+    @property
+    def name(self) -> str:
+        """The source's name, which prefixes its tools' names in an assembly."""
+        return self._name
+
+    def __repr__(self) -> str:
+        return f"<McpStdioSource {self._name!r} {self._command!r}>"
+
+    async def discover(self) -> list[ToolDefinition]:
+        """List the server's tools (every page of ``tools/list``), as the server describes them.
+
+        Raises:
+            UnavailableError: the process ended, or gave no answer within ``timeout``.
+            InvalidResponseError: an answer that is not MCP, or cursors that never end.
+            UnsupportedError: the server speaks no version of MCP the source does.
+            RuntimeError: the source is not running (spawn it on an ``at.Runtime``).
+
+        Cancellation stops the request and tells the server with ``notifications/cancelled``.
+        """
+        return await self._bounded("tools/list", self._list_tools)
+
+    async def call(self, tool: str, input: JsonObject) -> JsonValue:
+        """Run a tool: its structured content when it gave some, else its content blocks.
+
+        Raises:
+            CallFailedError: the tool ran and said it failed (``isError``), in its own words.
+            NotFoundError: the server has no such tool.
+            InvalidInputError: the server refused the arguments, in its own words.
+            UnsupportedError: the tool asks for something the source does not do.
+            UnavailableError, InvalidResponseError, RuntimeError: as for ``discover``.
+
+        Cancellation stops the call and tells the server with ``notifications/cancelled``.
+        """
+        return await self._bounded("tools/call", lambda: self._call(tool, input))
+
+    @asynccontextmanager
+    async def lifespan(self) -> AsyncIterator[None]:
+        """Held while the actor runs: the server process lives as long as it is held.
+
+        Leaving it ends the process (stdin closed, then terminate, then kill; bounded and
+        shielded, so it runs even when the actor is cancelled).
+
+        Raises:
+            OSError: the command could not be started.
+            ProcessEnded: the process ended by itself while held (after the actor's work inside
+                was cancelled), so the actor crashes and its supervisor starts a new process.
+            RuntimeError: it is held already (one source, one actor).
+        """
+        if self._live is not None:
+            raise RuntimeError(
+                f"the stdio source {self._name!r} is running already: spawn a source once"
+            )
+        async with StdioConnection.open(
+            name=self._name,
+            command=self._command,
+            args=self._args,
+            env=self._env,
+            cwd=self._cwd,
+            write_timeout=self._timeout,
+        ) as connection:
+            self._live = _Live(connection=connection)
+            try:
+                yield
+            finally:
+                self._live = None
+
+    async def _bounded(self, method: str, operation: Callable[[], Awaitable[_T]]) -> _T:
+        """Run an operation under the source's ``timeout``, its protocol failures as reasons."""
+        with anyio.move_on_after(self._timeout):
+            try:
+                return await operation()
+            except ProcessEnded as error:
+                raise UnavailableError(source=self._name, message=f"{method}: {error}") from None
+            except ProtocolError as error:
+                raise InvalidResponseError(
+                    source=self._name, message=f"{method}: {error}"
+                ) from None
+        raise UnavailableError(
+            source=self._name, message=f"{method}: no answer within {self._timeout} seconds"
+        )
+
+    async def _ready(self) -> StdioConnection:
+        """The connection, its session begun (once, however many calls ask at the same time)."""
+        live = self._live
+        if live is None:
+            raise RuntimeError(
+                f"the stdio source {self._name!r} is not running: spawn it on an at.Runtime "
+                "(or hold `async with source.lifespan():` around its use)"
+            )
+        if live.version is None:
+            async with live.lock:
+                if live.version is None:
+                    live.version = await self._begin_session(live.connection)
+        return live.connection
+
+    async def _begin_session(self, connection: StdioConnection) -> str:
+        reply = await connection.request("initialize", initialize_params(), cancellable=False)
+        if isinstance(reply, ErrorResponse):
+            raise error_for_rpc(self._name, reply, method="initialize")
+        version = reply.result.get("protocolVersion")
+        if not isinstance(version, str) or version not in SESSION_VERSIONS:
+            raise UnsupportedError(
+                source=self._name,
+                message=f"the server answered initialize with the version {version!r}",
+            )
+        await connection.notify("notifications/initialized")
+        _log.info("mcp.session_begun", source=self._name, version=version, transport="stdio")
+        return version
+
+    async def _result(self, method: str, params: JsonObject) -> JsonObject:
+        connection = await self._ready()
+        reply = await connection.request(method, params)
+        if isinstance(reply, ErrorResponse):
+            raise error_for_rpc(self._name, reply, method=method)
+        return reply.result
+
+    async def _list_tools(self) -> list[ToolDefinition]:
+        listed: dict[str, ListedTool] = {}
+        rejected: list[RejectedTool] = []
+        cursor: str | None = None
+        seen: set[str] = set()
+        for _ in range(MAX_PAGES):
+            # x-mcp-header marks are an HTTP matter: over stdio tools are listed as they are.
+            page = read_tools_page(
+                await self._result("tools/list", list_params(cursor)), check_marks=False
+            )
+            for tool in page.tools:
+                if tool.definition.name in listed:
+                    rejected.append(RejectedTool(name=tool.definition.name, reason="listed twice"))
+                else:
+                    listed[tool.definition.name] = tool
+            rejected.extend(page.rejected)
+            cursor = page.next_cursor
+            if cursor is None:
+                break
+            if cursor in seen:
+                raise InvalidResponseError(
+                    source=self._name, message="tools/list gave a cursor it had given before"
+                )
+            seen.add(cursor)
+        else:
+            raise InvalidResponseError(
+                source=self._name, message=f"tools/list gave more than {MAX_PAGES} pages"
+            )
+        for left_out in rejected:
+            _log.warning(
+                "mcp.tool_rejected", source=self._name, tool=left_out.name, reason=left_out.reason
+            )
+        return [tool.definition for tool in listed.values()]
+
+    async def _call(self, tool: str, arguments: JsonObject) -> JsonValue:
+        outcome = read_call_result(await self._result("tools/call", call_params(tool, arguments)))
+        if isinstance(outcome, Complete):
+            return outcome.value
+        if isinstance(outcome, ToolFailed):
+            raise CallFailedError(source=self._name, message=outcome.text)
+        # input_required is of the stateless protocol; a session server has no business with it.
+        raise UnsupportedError(
+            source=self._name, message=f"{tool} asked for input (input_required)"
+        )
+
+
+def stdio(
+    *,
+    name: str,
+    command: str,
+    args: Sequence[str] = (),
+    env: Mapping[str, str] | None = None,
+    cwd: str | os.PathLike[str] | None = None,
+    timeout: float = 60.0,
+) -> McpStdioSource:
+    """The source of an MCP server run as a subprocess, spoken to over its stdin and stdout.
+
+    The process starts when an actor runs the source (``await runtime.spawn(source)``) and ends
+    when the actor stops; a process that dies is started again by the actor's supervisor.
+
+    Args:
+        name: The source's name, which prefixes its tools' names in an assembly.
+        command: The program to run, such as ``"uvx"`` or ``sys.executable``; looked up on the
+            ``PATH`` the server inherits.
+        args: Its arguments, such as ``("mcp-server-time",)``.
+        env: Variables to give the server on top of the few it inherits from the host (``PATH``,
+            ``HOME``, ``USER``, ``LOGNAME``, ``SHELL``, ``TERM``): the host's other variables,
+            its secrets among them, are not passed on. Put a server's key here.
+        cwd: The server's working directory (the host's when ``None``).
+        timeout: Seconds a discover or a call may take in all, the session's beginning
+            included; past it the operation fails as ``UnavailableError`` and the server is
+            told the request is cancelled.
+
+    Raises:
+        ValueError: an empty name or command, or a timeout that is not a positive number.
+        TypeError: ``args`` given as one string, or ``env`` not a mapping of strings.
+    """
+    if not isinstance(name, str) or not name:
+        raise ValueError("name must be a non-empty string, such as name='files'")
+    if not isinstance(command, str) or not command:
+        raise ValueError("command must be the program to run, such as command='uvx'")
+    if isinstance(args, str | bytes) or not isinstance(args, Sequence):
+        raise TypeError("args must be a sequence of strings, such as args=('mcp-server-time',)")
+    if not all(isinstance(arg, str) for arg in args):
+        raise TypeError("args must hold only strings")
+    if env is not None and (
+        not isinstance(env, Mapping)
+        or not all(isinstance(k, str) and isinstance(v, str) for k, v in env.items())
+    ):
+        raise TypeError("env must map variable names to string values, such as {'KEY': '...'}")
+    if cwd is not None and not isinstance(cwd, str | os.PathLike):
+        raise TypeError("cwd must be a path (a string or a pathlib.Path), or None")
+    if (
+        isinstance(timeout, bool)
+        or not isinstance(timeout, int | float)
+        or not math.isfinite(timeout)
+        or timeout <= 0
+    ):
+        raise ValueError("timeout must be a positive number of seconds, such as timeout=60.0")
+    return McpStdioSource(
+        name=name, command=command, args=args, env=env, cwd=cwd, timeout=float(timeout)
+    )

@@ -1,0 +1,422 @@
+"""MCP over stdio: a server run as a subprocess that speaks newline-delimited JSON-RPC.
+
+One :class:`StdioConnection` is one process. Messages go to its stdin and come from its stdout,
+one JSON document a line; its stderr is read as it comes (so the server never blocks on a full
+pipe) and logged at DEBUG, each line cut to :data:`MAX_STDERR_LINE` bytes. A reader task routes
+each answer to the request that waits for it by id, answers a server's ``ping`` (and refuses its
+other requests with the error the spec gives), and lets notifications go.
+
+The connection knows nothing of sessions or tools: :mod:`amends_toolkit.actors._mcp_stdio`
+drives it. Its failures are :class:`ProcessEnded` (no answer will ever come) and
+:class:`~amends_toolkit.protocols.mcp._jsonrpc.ProtocolError` (an answer that is not MCP).
+
+How the process ends (the spec's stdio shutdown): its stdin is closed, then it is terminated,
+then killed, each step waited for a bounded time and shielded from cancellation.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import sys
+from contextlib import asynccontextmanager, suppress
+from typing import TYPE_CHECKING, Final
+
+import anyio
+from anyio.streams.buffered import BufferedByteReceiveStream
+
+from amends_toolkit._log import get_logger
+from amends_toolkit.protocols.mcp._jsonrpc import (
+    METHOD_NOT_FOUND,
+    ErrorResponse,
+    Message,
+    Notification,
+    ProtocolError,
+    Request,
+    RequestId,
+    Response,
+    decode,
+    encode,
+    error_response,
+    notification,
+    request,
+    result_response,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator, Mapping, Sequence
+
+    from anyio.abc import ByteReceiveStream, Process
+
+    from amends_toolkit._json import JsonObject, JsonValue
+
+__all__ = (
+    "CLOSE_GRACE",
+    "MAX_LINE",
+    "MAX_STDERR_LINE",
+    "TERMINATE_GRACE",
+    "ProcessEnded",
+    "StdioConnection",
+    "default_environment",
+)
+
+_log = get_logger(__name__)
+
+MAX_LINE: Final = 32 * 1024 * 1024
+"""The longest line (one message) read from a server's stdout; a longer one ends the process."""
+
+MAX_STDERR_LINE: Final = 4096
+"""The most of one stderr line that is logged; the rest of a longer line is logged apart."""
+
+CLOSE_GRACE: Final = 2.0
+"""Seconds a server has to exit once its stdin is closed, before it is terminated."""
+
+TERMINATE_GRACE: Final = 2.0
+"""Seconds a server has to exit once terminated, before it is killed (and again after)."""
+
+CANCEL_NOTICE_TIMEOUT: Final = 1.0
+"""The longest a cancelled request waits to send its ``notifications/cancelled``."""
+
+_INHERITED: Final = (
+    (
+        "APPDATA",
+        "HOMEDRIVE",
+        "HOMEPATH",
+        "LOCALAPPDATA",
+        "PATH",
+        "PATHEXT",
+        "PROCESSOR_ARCHITECTURE",
+        "SYSTEMDRIVE",
+        "SYSTEMROOT",
+        "TEMP",
+        "USERNAME",
+        "USERPROFILE",
+    )
+    if sys.platform == "win32"
+    else ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER")
+)
+
+
+def default_environment() -> dict[str, str]:
+    """The part of the host's environment a server inherits: where programs are, who runs them.
+
+    The host's other variables (its tokens, its keys) are not a server's to read; a source's
+    ``env`` adds what a server needs. The official SDKs draw the same line.
+    """
+    return {
+        key: value
+        for key in _INHERITED
+        if (value := os.environ.get(key)) is not None and not value.startswith("()")
+    }
+
+
+class ProcessEnded(Exception):
+    """The server process ended, closed its output, or stopped reading: no answer will come."""
+
+
+class _Pending:
+    """A request that waits for its answer (or for the end of the process)."""
+
+    __slots__ = ("done", "error", "reply")
+
+    def __init__(self) -> None:
+        self.done = anyio.Event()
+        self.reply: Response | ErrorResponse | None = None
+        self.error: Exception | None = None
+
+    def settle(self, reply: Response | ErrorResponse | None, error: Exception | None) -> None:
+        if not self.done.is_set():
+            self.reply, self.error = reply, error
+            self.done.set()
+
+
+class StdioConnection:
+    """A running server process and the requests that wait for its answers.
+
+    Open it with :meth:`open`; send with :meth:`request` and :meth:`notify` from any task.
+    """
+
+    def __init__(self, process: Process, *, name: str, write_timeout: float) -> None:
+        self._process = process
+        self._name = name
+        self._write_timeout = write_timeout
+        self._ids = itertools.count(1)
+        self._pending: dict[RequestId, _Pending] = {}
+        self._write_lock = anyio.Lock()
+        self._ended: str | None = None
+        self._closing = False
+        self._crash: str | None = None
+        self._scope: anyio.CancelScope | None = None
+
+    @classmethod
+    @asynccontextmanager
+    async def open(
+        cls,
+        *,
+        name: str,
+        command: str,
+        args: Sequence[str],
+        env: Mapping[str, str] | None,
+        cwd: str | os.PathLike[str] | None,
+        write_timeout: float,
+    ) -> AsyncIterator[StdioConnection]:
+        """Start the server and hold it; at the end, end it (bounded and shielded).
+
+        Raises:
+            OSError: the command could not be started (no such file, not executable).
+            ProcessEnded: on leaving, when the process ended by itself while it was held: the
+                body was cancelled (so every request in it ended) and its holder should fail.
+        """
+        environment = default_environment()
+        if env is not None:
+            environment.update(env)
+        process = await anyio.open_process([command, *args], env=environment, cwd=cwd)
+        connection = cls(process, name=name, write_timeout=write_timeout)
+        _log.info("mcp.stdio_started", source=name, pid=process.pid)
+        try:
+            async with anyio.create_task_group() as tasks:
+                connection._scope = tasks.cancel_scope
+                tasks.start_soon(connection._read_stdout)
+                tasks.start_soon(connection._read_stderr)
+                try:
+                    yield connection
+                finally:
+                    connection._closing = True
+                    await connection._end_process()
+                    tasks.cancel_scope.cancel()
+        finally:
+            connection._settle_all("the server process was stopped")
+        if connection._crash is not None:
+            raise ProcessEnded(connection._crash)
+
+    @property
+    def pid(self) -> int:
+        """The server process's id."""
+        return self._process.pid
+
+    @property
+    def returncode(self) -> int | None:
+        """The process's exit code once it has ended, else ``None``."""
+        return self._process.returncode
+
+    async def request(
+        self, method: str, params: JsonObject, *, cancellable: bool = True
+    ) -> Response | ErrorResponse:
+        """Send a request and wait for its answer.
+
+        A cancelled request (a timeout, a caller gone) tells the server with
+        ``notifications/cancelled`` unless ``cancellable`` is false (``initialize`` must not be
+        cancelled, says the spec), then lets the cancellation go on.
+
+        Raises:
+            ProcessEnded: the process ended before it answered.
+            ProtocolError: the answer for this request could not be read as MCP.
+        """
+        id = next(self._ids)
+        pending = _Pending()
+        self._pending[id] = pending
+        try:
+            await self._send(request(id, method, params))
+            await pending.done.wait()
+        except anyio.get_cancelled_exc_class():
+            if cancellable and not pending.done.is_set() and self._ended is None:
+                await self._notify_cancelled(id)
+            raise
+        finally:
+            del self._pending[id]
+        if pending.error is not None:
+            raise pending.error
+        assert pending.reply is not None  # settled with a reply or an error, never neither
+        return pending.reply
+
+    async def notify(self, method: str, params: JsonObject | None = None) -> None:
+        """Send a notification.
+
+        Raises:
+            ProcessEnded: the process ended or does not read its input.
+        """
+        await self._send(notification(method, params))
+
+    async def _notify_cancelled(self, id: RequestId) -> None:
+        with anyio.move_on_after(CANCEL_NOTICE_TIMEOUT, shield=True), suppress(ProcessEnded):
+            await self.notify(
+                "notifications/cancelled", {"requestId": id, "reason": "the caller gave up"}
+            )
+
+    async def _send(self, message: Mapping[str, JsonValue]) -> None:
+        if self._ended is not None:
+            raise ProcessEnded(self._ended)
+        line = encode(message) + b"\n"
+        async with self._write_lock:
+            # A write cut by a cancellation would leave half a message on the pipe and every
+            # later message unreadable: it runs to its end, or ends the process.
+            with anyio.CancelScope(shield=True) as scope:
+                scope.deadline = anyio.current_time() + self._write_timeout
+                try:
+                    await self._process.stdin.send(line)  # type: ignore[union-attr]
+                except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+                    self._end("the server process closed its input")
+                    raise ProcessEnded(self._ended) from None
+            if scope.cancelled_caught:
+                self._end(f"the server process read no input for {self._write_timeout} seconds")
+                raise ProcessEnded(self._ended)
+
+    # The reader tasks.
+
+    async def _read_stdout(self) -> None:
+        stream = BufferedByteReceiveStream(self._stdout)
+        why = "the server process closed its output"
+        while True:
+            try:
+                line = await stream.receive_until(b"\n", MAX_LINE)
+            except (
+                anyio.IncompleteRead,
+                anyio.EndOfStream,
+                anyio.ClosedResourceError,
+                anyio.BrokenResourceError,
+            ):
+                break
+            except anyio.DelimiterNotFound:
+                why = f"the server process wrote a line longer than {MAX_LINE} bytes"
+                break
+            # One read may bring a longer line whole, past the reader's own bound.
+            if len(line) > MAX_LINE:
+                why = f"the server process wrote a line longer than {MAX_LINE} bytes"
+                break
+            await self._dispatch(line.rstrip(b"\r"))
+        if not self._closing:
+            with anyio.move_on_after(CANCEL_NOTICE_TIMEOUT):
+                await self._process.wait()
+            if self._process.returncode is not None:
+                why = f"{why} (exit code {self._process.returncode})"
+        self._end(why)
+
+    async def _read_stderr(self) -> None:
+        stream = BufferedByteReceiveStream(self._stderr)
+        while True:
+            try:
+                line = await stream.receive_until(b"\n", MAX_STDERR_LINE)
+            except anyio.DelimiterNotFound:
+                line = await stream.receive(MAX_STDERR_LINE)
+            except (
+                anyio.IncompleteRead,
+                anyio.EndOfStream,
+                anyio.ClosedResourceError,
+                anyio.BrokenResourceError,
+            ):
+                return
+            # One read may bring a longer line whole: it is logged in bounded pieces.
+            for start in range(0, len(line), MAX_STDERR_LINE):
+                text = line[start : start + MAX_STDERR_LINE].decode(errors="replace").rstrip("\r")
+                if text.strip():
+                    _log.debug("mcp.stdio_stderr", source=self._name, line=text)
+
+    @property
+    def _stdout(self) -> ByteReceiveStream:
+        assert self._process.stdout is not None  # opened with pipes
+        return self._process.stdout
+
+    @property
+    def _stderr(self) -> ByteReceiveStream:
+        assert self._process.stderr is not None  # opened with pipes
+        return self._process.stderr
+
+    async def _dispatch(self, line: bytes) -> None:
+        if not line.strip():
+            return
+        try:
+            messages = decode(line)
+        except ProtocolError as error:
+            self._garbage(line, error)
+            return
+        for message in messages:
+            await self._receive(message)
+
+    async def _receive(self, message: Message) -> None:
+        if isinstance(message, Response | ErrorResponse):
+            pending = self._pending.get(message.id) if message.id is not None else None
+            if pending is not None:
+                pending.settle(message, None)
+            elif isinstance(message, ErrorResponse) and message.id is None:
+                _log.warning(
+                    "mcp.stdio_error_without_id",
+                    source=self._name,
+                    code=message.code,
+                    error=message.message,
+                )
+            else:
+                _log.debug("mcp.stdio_unmatched_answer", source=self._name, id=message.id)
+        elif isinstance(message, Request):
+            await self._answer(message)
+        elif isinstance(message, Notification):
+            _log.debug("mcp.stdio_notification", source=self._name, method=message.method)
+
+    async def _answer(self, message: Request) -> None:
+        """A server's ``ping`` is answered as the spec asks; its other requests are refused."""
+        if message.method == "ping":
+            reply = result_response(message.id, {})
+        else:
+            _log.info("mcp.server_request_refused", source=self._name, method=message.method)
+            reply = error_response(message.id, METHOD_NOT_FOUND, "Method not found")
+        with suppress(ProcessEnded):
+            await self._send(reply)
+
+    def _garbage(self, line: bytes, error: ProtocolError) -> None:
+        """A line that is no JSON-RPC: the request it names (if any) fails, else it is skipped.
+
+        The spec forbids a server to write anything else to stdout, but servers that print a
+        banner or a stray line are common; one such line must not end every call.
+        """
+        try:
+            value = json.loads(line)
+        except ValueError:
+            value = None
+        id = value.get("id") if isinstance(value, dict) else None
+        pending = self._pending.get(id) if isinstance(id, int | str) else None
+        if pending is not None:
+            pending.settle(None, error)
+            return
+        _log.warning("mcp.stdio_garbage", source=self._name, length=len(line), error=str(error))
+        _log.debug(
+            "mcp.stdio_garbage_line", source=self._name, line=line[:1000].decode(errors="replace")
+        )
+
+    # Ending.
+
+    def _end(self, why: str) -> None:
+        """No answer will come any more: every waiter is told; unless the holder is ending the
+        process, the holder's task group is cancelled so the holder fails with :class:`ProcessEnded`."""
+        if self._ended is None:
+            self._ended = why
+            if not self._closing:
+                _log.warning("mcp.stdio_ended", source=self._name, reason=why)
+                self._crash = why
+                if self._scope is not None:
+                    self._scope.cancel()
+        self._settle_all(why)
+
+    def _settle_all(self, why: str) -> None:
+        if self._ended is None:
+            self._ended = why
+        for pending in self._pending.values():
+            pending.settle(None, ProcessEnded(why))
+
+    async def _end_process(self) -> None:
+        """Close stdin, then terminate, then kill: each step waited for, bounded and shielded."""
+        process = self._process
+        with anyio.CancelScope(shield=True):
+            with anyio.move_on_after(CLOSE_GRACE):
+                with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+                    await process.stdin.aclose()  # type: ignore[union-attr]
+                await process.wait()
+            for step in (process.terminate, process.kill):
+                if process.returncode is not None:
+                    break
+                with suppress(ProcessLookupError):
+                    step()
+                with anyio.move_on_after(TERMINATE_GRACE):
+                    await process.wait()
+            with anyio.move_on_after(TERMINATE_GRACE):
+                await process.aclose()
+        _log.info("mcp.stdio_stopped", source=self._name, returncode=process.returncode)

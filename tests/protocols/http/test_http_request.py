@@ -1,0 +1,75 @@
+"""Building requests from templates: every value rule, without a client."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from amends_toolkit.http import Param, RequestTemplate
+from amends_toolkit.protocols.http import InputRefused, build_request, join_url
+
+TEMPLATE = RequestTemplate(
+    method="PUT",
+    path="/a/{x}/b/{y}.json",
+    params={
+        "x": Param(location="path", name="x"),
+        "y": Param(location="path", name="y"),
+        "q": Param(location="query", name="q[]"),
+        "h": Param(location="header", name="X-H"),
+    },
+    body="payload",
+)
+
+
+def test_values_fill_their_places() -> None:
+    wire = build_request(
+        TEMPLATE,
+        {"x": "é/?#%", "y": 3, "q": [1, 2.5, False, "s"], "h": True, "payload": {"a": "ü"}},
+        base_url="https://api.example/v1/",
+    )
+    assert wire.method == "PUT"
+    assert wire.url == "https://api.example/v1/a/%C3%A9%2F%3F%23%25/b/3.json"
+    assert wire.query == [("q[]", "1"), ("q[]", "2.5"), ("q[]", "false"), ("q[]", "s")]
+    assert wire.headers == [("X-H", "true"), ("Content-Type", "application/json")]
+    assert wire.content is not None
+    assert json.loads(wire.content) == {"a": "ü"}
+
+
+def test_a_body_of_null_is_sent_and_a_missing_body_is_not() -> None:
+    sent = build_request(TEMPLATE, {"x": "a", "y": "b", "payload": None}, base_url="http://h")
+    assert sent.content == b"null"
+    absent = build_request(TEMPLATE, {"x": "a", "y": "b"}, base_url="http://h")
+    assert absent.content is None
+    assert absent.headers == []
+
+
+@pytest.mark.parametrize(
+    ("input", "message"),
+    [
+        ({"x": "", "y": "b"}, "may not be empty, '.' or '..'"),
+        ({"x": ".", "y": "b"}, "may not be empty, '.' or '..'"),
+        ({"x": "..", "y": "b"}, "may not be empty, '.' or '..'"),
+        ({"y": "b"}, "'x' is required"),
+        ({"x": [], "y": "b"}, "give one string"),
+        ({"x": "a", "y": "b", "q": {"k": 1}}, "not an object"),
+        ({"x": "a", "y": "b", "q": [None]}, "not null"),
+        ({"x": "a", "y": "b", "q": float("nan")}, "finite"),
+        ({"x": "a", "y": "b", "h": "a\r\nb"}, "sent as a header"),
+        ({"x": "a", "y": "b", "h": "\x7f"}, "sent as a header"),
+        ({"x": "a", "y": "b", "payload": float("inf")}, "no NaN"),
+    ],
+)
+def test_values_that_break_a_rule_are_refused(input: dict[str, object], message: str) -> None:
+    with pytest.raises(InputRefused, match=message):
+        build_request(TEMPLATE, input, base_url="http://h")  # type: ignore[arg-type]
+
+
+def test_a_dot_inside_a_value_is_kept_and_encoded_as_a_segment() -> None:
+    wire = build_request(TEMPLATE, {"x": "...", "y": "a..b"}, base_url="http://h")
+    assert wire.url == "http://h/a/.../b/a..b.json"
+
+
+def test_the_base_url_keeps_its_path() -> None:
+    assert join_url("https://h/api", "/x") == "https://h/api/x"
+    assert join_url("https://h/api/", "/x") == "https://h/api/x"

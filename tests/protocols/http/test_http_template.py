@@ -1,0 +1,140 @@
+"""Operations as data: templates checked when made, and their catalog JSON."""
+
+from __future__ import annotations
+
+import pytest
+
+import amends_toolkit as at
+from amends_toolkit.http import Operation, Param, RequestTemplate
+
+DEFINITION = at.ToolDefinition(
+    name="get_item",
+    description="Get an item.",
+    input_schema={"type": "object", "properties": {"item_id": {"type": "string"}}},
+    annotations=at.Annotations(read_only=True),
+)
+OPERATION = Operation(
+    definition=DEFINITION,
+    request=RequestTemplate(
+        method="GET", path="/items/{id}", params={"item_id": Param(location="path", name="id")}
+    ),
+)
+
+
+def test_an_operation_is_catalog_json_in_the_documented_shape() -> None:
+    assert at.catalog.dump(OPERATION) == {
+        "definition": {
+            "name": "get_item",
+            "description": "Get an item.",
+            "inputSchema": {"type": "object", "properties": {"item_id": {"type": "string"}}},
+            "annotations": {"readOnly": True},
+        },
+        "request": {
+            "method": "GET",
+            "path": "/items/{id}",
+            "params": {"item_id": {"in": "path", "name": "id"}},
+            "body": None,
+        },
+    }
+    assert at.catalog.load(Operation, at.catalog.dump(OPERATION)) == OPERATION
+    assert at.catalog.load(list[Operation], at.catalog.dump([OPERATION])) == [OPERATION]
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda d: d["request"].update(extra=1), "extra"),
+        (lambda d: d.update(extra=1), "extra"),
+        (lambda d: d["request"]["params"]["item_id"].update(location="path"), "location"),
+        (lambda d: d["request"]["params"]["item_id"].update({"in": "cookie"}), "cookie"),
+        (lambda d: d["request"]["params"]["item_id"].update({"in": "query"}), "request"),
+        (lambda d: d["request"].update(method=1), "method"),
+        (lambda d: d["request"].update(path="items"), "request"),
+        (lambda d: d["request"].pop("params"), "request"),
+    ],
+)
+def test_catalog_json_that_is_wrong_is_refused(change: object, message: str) -> None:
+    data = at.catalog.dump(OPERATION)
+    change(data)  # type: ignore[operator]
+    with pytest.raises(at.CatalogError, match=message):
+        at.catalog.load(Operation, data)
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        ({"method": "get", "path": "/"}, "upper-case"),
+        ({"method": "GET", "path": "items"}, "start with '/'"),
+        ({"method": "GET", "path": "/a?b=1"}, "no query"),
+        ({"method": "GET", "path": "/a#b"}, "fragment"),
+        ({"method": "GET", "path": "/a b"}, "space"),
+        ({"method": "GET", "path": "/a\r\nb"}, "control"),
+        ({"method": "GET", "path": "/{id}"}, "placeholders"),
+        (
+            {"method": "GET", "path": "/", "params": {"id": Param(location="path", name="id")}},
+            "placeholders",
+        ),
+        (
+            {
+                "method": "GET",
+                "path": "/{id}/{id}",
+                "params": {"id": Param(location="path", name="id")},
+            },
+            "twice",
+        ),
+        (
+            {
+                "method": "GET",
+                "path": "/",
+                "params": {
+                    "a": Param(location="header", name="X-A"),
+                    "b": Param(location="header", name="x-a"),
+                },
+            },
+            "one header",
+        ),
+        (
+            {
+                "method": "POST",
+                "path": "/",
+                "params": {"q": Param(location="query", name="q")},
+                "body": "q",
+            },
+            "both the body and a parameter",
+        ),
+        ({"method": "POST", "path": "/", "body": ""}, "body names"),
+    ],
+)
+def test_a_template_that_cannot_be_sent_is_refused_when_made(
+    arguments: dict[str, object], message: str
+) -> None:
+    with pytest.raises(ValueError, match=message):
+        RequestTemplate(**arguments)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("location", "name", "message"),
+    [
+        ("cookie", "sid", "path, query or header"),
+        ("header", "X Bad", "header name"),
+        ("header", "X-A\r\n", "header name"),
+        ("path", "{id}", "braces"),
+        ("query", "", "non-empty"),
+    ],
+)
+def test_a_param_that_cannot_be_sent_is_refused(location: str, name: str, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        Param(location=location, name=name)  # type: ignore[arg-type]
+
+
+def test_the_public_surface_of_at_http_is_pinned() -> None:
+    assert at.http.__all__ == (
+        "AsyncClient",
+        "HttpSource",
+        "Location",
+        "Operation",
+        "Param",
+        "RequestTemplate",
+        "make",
+    )
+    assert "http" in at.__all__

@@ -1,0 +1,153 @@
+"""The real-world documents of tests/data/openapi-corpus (see its README): every one reads, every
+tool's input is JSON Schema 2020-12 that jsonschema-rs compiles, and the counts are pinned."""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import re
+from collections import Counter
+from pathlib import Path
+
+import jsonschema_rs
+import pytest
+
+import amends_toolkit as at
+from amends_toolkit import JsonValue
+
+CORPUS = Path(__file__).parents[2] / "data" / "openapi-corpus"
+SWAGGER = "petstore-swagger-2.0.json"
+
+# Operations read, and operations skipped by reason, per document. A change in the reader that
+# changes these must change this table, so the change is seen and reviewed.
+EXPECTED: dict[str, tuple[int, dict[str, int]]] = {
+    "adyen-management-v3-3.1.json": (134, {}),
+    "adyen-terminal-api-v1-3.1.json": (18, {}),
+    "box-3.0.json": (228, {"body_not_json": 5, "parameter_style": 63}),
+    "callback-example-3.0.yaml": (1, {}),
+    "camara-quality-on-demand-3.0.yaml": (0, {"reference": 5}),
+    "digitalocean-root-3.0.yaml": (0, {"reference": 659}),
+    "discord-3.1.json": (239, {"body_not_json": 3}),
+    "meilisearch-v1.4-3.1.yaml": (63, {"duplicate_name": 2, "path_mismatch": 6, "reference": 1}),
+    "openai-3.1.yaml": (
+        269,
+        {"body_not_json": 10, "invalid": 7, "object_parameter": 1, "parameter_style": 1},
+    ),
+    "parameters-style-3.1.yaml": (
+        3,
+        {"body_not_json": 6, "object_parameter": 5, "parameter_style": 11},
+    ),
+    "petstore-3.0.yaml": (3, {}),
+    "qdrant-3.0.json": (67, {"body_not_json": 2}),
+    "spotify-3.0.yaml": (95, {"body_not_json": 1, "parameter_style": 1}),
+    "stapi-star-trek-3.0.yaml": (80, {"body_not_json": 40}),
+    "temporal-3.0.yaml": (0, {"duplicate_name": 226}),
+    "tictactoe-3.1.yaml": (3, {}),
+    "twilio-messaging-v1-3.0.yaml": (42, {"body_not_json": 16}),
+    "uspto-3.0.json": (2, {"body_not_json": 1}),
+    "webhook-example-3.1.yaml": (0, {}),
+}
+
+TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+PROPERTY_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
+
+
+def manifest() -> dict[str, dict[str, JsonValue]]:
+    entries = json.loads((CORPUS / "manifest.json").read_text())
+    return {entry["file"]: entry for entry in entries}
+
+
+@functools.cache
+def result(name: str) -> at.openapi.ReadResult:
+    return at.openapi.read_operations(at.openapi.read_document(CORPUS / name))
+
+
+def test_the_corpus_is_whole_and_unchanged() -> None:
+    assert (CORPUS / "README.md").is_file()
+    assert set(manifest()) == set(EXPECTED) | {SWAGGER}
+    for line in (CORPUS / "SHA256SUMS").read_text().splitlines():
+        digest, name = line.split()
+        assert hashlib.sha256((CORPUS / name).read_bytes()).hexdigest() == digest, name
+    licences = {path.name for path in (CORPUS / "LICENSES").iterdir()}
+    for entry in manifest().values():
+        owner_repo = str(entry["source_repo"]).replace("/", "__") + ".txt"
+        assert owner_repo in licences, owner_repo
+
+
+def test_the_swagger_document_is_the_one_clear_error() -> None:
+    document = at.openapi.read_document(CORPUS / SWAGGER)
+    with pytest.raises(at.openapi.DocumentError, match=r"Swagger 2\.0"):
+        at.openapi.read_operations(document)
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_each_document_reads_to_the_recorded_counts(name: str) -> None:
+    read = result(name)
+    operations, reasons = EXPECTED[name]
+    assert (len(read.operations), dict(Counter(s.reason for s in read.skipped))) == (
+        operations,
+        reasons,
+    )
+    # Every operation of the document is either a tool or skipped, none lost silently.
+    assert len(read.operations) + len(read.skipped) == manifest()[name]["operations"]
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_every_tool_is_valid_json_schema_that_compiles_under_a_name_that_fits(name: str) -> None:
+    read = result(name)
+    names = [operation.definition.name for operation in read.operations]
+    assert len(set(names)) == len(names)
+    for operation in read.operations:
+        definition = operation.definition
+        assert TOOL_NAME.fullmatch(definition.name), definition.name
+        schema = definition.input_schema
+        assert jsonschema_rs.meta.is_valid(schema), definition.name
+        jsonschema_rs.validator_for(schema, offline=True)
+        assert schema["type"] == "object"
+        assert schema["additionalProperties"] is False
+        properties = schema["properties"]
+        assert isinstance(properties, dict)
+        assert all(PROPERTY_NAME.fullmatch(prop) for prop in properties), list(properties)
+        assert set(operation.request.params) | {operation.request.body} - {None} <= set(properties)
+        text = json.dumps(schema)
+        assert "#/components/" not in text
+        refs = set(re.findall(r'"\$ref": "([^"]*)"', text))
+        defs = schema.get("$defs", {})
+        assert isinstance(defs, dict)
+        assert refs <= {f"#/$defs/{key}" for key in defs}, refs
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_no_address_of_the_document_is_used(name: str) -> None:
+    read = result(name)
+    for operation in read.operations:
+        assert operation.request.path.startswith("/")
+        assert "://" not in operation.request.path
+    urls = manifest()[name]["server_urls"]
+    assert isinstance(urls, list)
+    assert list(read.servers) == urls
+
+
+def test_the_documents_with_external_references_fetch_nothing_and_skip() -> None:
+    for name in ("camara-quality-on-demand-3.0.yaml", "digitalocean-root-3.0.yaml"):
+        read = result(name)
+        assert read.operations == ()
+        assert {skip.reason for skip in read.skipped} == {"reference"}
+
+
+def test_cyclic_schemas_of_the_corpus_are_under_defs() -> None:
+    tools = {op.definition.name: op for op in result("qdrant-3.0.json").operations}
+    schema = tools["scroll_points"].definition.input_schema
+    defs = schema["$defs"]
+    assert isinstance(defs, dict)
+    assert {"Filter", "Condition", "Nested"} <= set(defs)
+    validator = jsonschema_rs.validator_for(schema, offline=True)
+    nested = {
+        "must": [
+            {"nested": {"key": "a", "filter": {"must": [{"key": "b", "match": {"value": 1}}]}}}
+        ]
+    }
+    assert validator.is_valid({"collection_name": "c", "body": {"filter": nested}})
+    assert not validator.is_valid({"collection_name": "c", "body": {"filter": {"must_be": 5}}})
+    assert not validator.is_valid({"collection_name": "c", "body": {"limit": 0}})
