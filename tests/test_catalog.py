@@ -77,3 +77,25 @@ def test_reading_refuses_a_missing_key_and_what_is_not_an_object() -> None:
 def test_a_definition_needs_an_object_schema() -> None:
     with pytest.raises(TypeError, match="input_schema"):
         at.ToolDefinition(name="x", description="", input_schema=[])  # type: ignore[arg-type]
+
+
+def test_an_operation_error_names_the_stored_key_and_says_what_its_check_found() -> None:
+    operation = at.http.Operation(
+        definition=DEFINITION,
+        request=at.http.RequestTemplate(
+            method="GET",
+            path="/items/{id}",
+            params={"item_id": at.http.Param(location="path", name="id")},
+        ),
+    )
+    data = at.catalog.dump(operation)
+    assert isinstance(data, dict)
+    request = data["request"]
+    assert isinstance(request, dict)
+    with pytest.raises(at.CatalogError, match=r"\$\.request\.params\['item_id'\]\.in"):
+        at.catalog.load(
+            at.http.Operation,
+            {**data, "request": {**request, "params": {"item_id": {"in": "body", "name": "id"}}}},
+        )
+    with pytest.raises(at.CatalogError, match=r"placeholders .* @ \$\.request$"):
+        at.catalog.load(at.http.Operation, {**data, "request": {**request, "path": "/items"}})

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast, get_args, overload
 
 import cattrs
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
+from cattrs.v import format_exception
 
 from amends_toolkit._definitions import Annotations, Decision, ToolDefinition
 from amends_toolkit._errors import CatalogError
@@ -65,6 +66,10 @@ def _decision(value: object, _type: object) -> Decision:
 _converter.register_structure_hook_func(lambda kind: kind == Decision, _decision)
 
 
+# Attribute name -> its key in the stored JSON, for naming the key at fault in an error.
+_KEYS: dict[str, str] = {}
+
+
 def register(cls: type[Any], *, omit_none: bool = False, **overrides: Any) -> None:
     """Teach the catalog an attrs class: camelCase keys, extra keys refused.
 
@@ -76,6 +81,7 @@ def register(cls: type[Any], *, omit_none: bool = False, **overrides: Any) -> No
         field.name: overrides.get(field.name, override(rename=_camel(field.name)))
         for field in cls.__attrs_attrs__
     }
+    _KEYS.update({name: spec.rename for name, spec in fields.items() if spec.rename})
     unstructure = make_dict_unstructure_fn(cls, _converter, **fields)
     if omit_none:
         base = unstructure
@@ -127,13 +133,26 @@ def load(cls: object, data: object) -> object:
     try:
         return _converter.structure(data, cast("type[object]", cls))
     except cattrs.BaseValidationError as error:
-        details = "; ".join(_camel_path(line) for line in cattrs.transform_error(error))
+        lines = cattrs.transform_error(error, format_exception=_explain)
+        details = "; ".join(_json_path(line) for line in lines)
     except (TypeError, ValueError, KeyError) as error:
         details = str(error)
     raise CatalogError(f"cannot read {name}: {details}")
 
 
-def _camel_path(line: str) -> str:
-    # cattrs names attributes; the stored JSON, and so the reader, knows camelCase keys.
+def _explain(error: BaseException, kind: type | None) -> str:
+    # A class's own check (a path that its parameters do not match) says more than its type.
+    if isinstance(error, ValueError) and str(error):
+        return f"invalid value ({error})"
+    return format_exception(error, kind)
+
+
+def _json_path(line: str) -> str:
+    # cattrs names attributes; the stored JSON, and so its reader, knows their keys.
     message, _, path = line.rpartition(" @ ")
-    return f"{message} @ {re.sub(r'[a-z0-9]+(?:_[a-z0-9]+)+', lambda m: _camel(m[0]), path)}"
+    parts = re.split(r"(\[[^\]]*\])", path)
+    named = [
+        part if part.startswith("[") else re.sub(r"\w+", lambda m: _KEYS.get(m[0], m[0]), part)
+        for part in parts
+    ]
+    return f"{message} @ {''.join(named)}"

@@ -120,7 +120,7 @@ def test_a_long_name_is_cut_to_64_with_a_fingerprint_of_the_whole() -> None:
     assert only(again).definition.name == names[0]
 
 
-def test_operations_that_share_a_name_are_all_skipped() -> None:
+def test_the_first_operation_of_a_name_keeps_it_and_later_ones_are_skipped() -> None:
     result = read(
         {
             "/a": {"get": {"operationId": "same"}, "post": {"operationId": "other"}},
@@ -129,15 +129,15 @@ def test_operations_that_share_a_name_are_all_skipped() -> None:
             "/d": {"get": {"operationId": "sa_me"}},
         }
     )
-    assert [op.definition.name for op in result.operations] == ["other"]
+    assert [op.definition.name for op in result.operations] == ["same", "other", "sa_me"]
+    assert [op.request.path for op in result.operations] == ["/a", "/a", "/c"]
     assert [(s.method, s.path, s.reason) for s in result.skipped] == [
-        ("GET", "/a", "duplicate_name"),
         ("DELETE", "/b", "duplicate_name"),
-        ("GET", "/c", "duplicate_name"),
         ("GET", "/d", "duplicate_name"),
     ]
-    assert "DELETE /b" in result.skipped[0].detail
-    assert result.skipped[2].operation_id == "sa.me"
+    assert "GET /a" in result.skipped[0].detail
+    assert "GET /c" in result.skipped[1].detail
+    assert result.skipped[1].operation_id == "sa_me"
 
 
 # --- properties -------------------------------------------------------------------------------

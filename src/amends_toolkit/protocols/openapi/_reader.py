@@ -133,23 +133,24 @@ class _Reader:
                     )
                 except Unreadable as error:
                     self._skip(method.upper(), path, operation_id, error)
-        counts = Counter(candidate.operation.definition.name for candidate in candidates)
+        # The first operation of a name keeps it, in the document's order, so that a document
+        # that exposes one operation under two paths still gives the tool once.
+        first: dict[str, _Candidate] = {}
         operations = []
         for candidate in candidates:
             name = candidate.operation.definition.name
-            if counts[name] == 1:
+            if name not in first:
+                first[name] = candidate
                 operations.append(candidate.operation)
                 continue
-            others = [
-                f"{other.method} {other.path}"
-                for other in candidates
-                if other.operation.definition.name == name and other is not candidate
-            ]
+            owner = first[name]
             self._skip(
                 candidate.method,
                 candidate.path,
                 candidate.operation_id,
-                Unreadable("duplicate_name", f"{name!r} is also the name of {', '.join(others)}"),
+                Unreadable(
+                    "duplicate_name", f"{name!r} is already the name of {owner.method} {owner.path}"
+                ),
             )
         return ReadResult(
             operations=tuple(operations), skipped=tuple(self._skipped), servers=self._servers()
