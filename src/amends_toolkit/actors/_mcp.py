@@ -31,7 +31,7 @@ from amends_toolkit._errors import (
     UnsupportedError,
 )
 from amends_toolkit._log import get_logger
-from amends_toolkit.protocols.mcp._errors import (
+from amends_toolkit.actors._mcp_errors import (
     error_for_rpc,
     error_for_status,
     parse_retry_after,

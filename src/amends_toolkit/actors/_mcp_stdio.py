@@ -30,7 +30,7 @@ from amends_toolkit._errors import (
     UnsupportedError,
 )
 from amends_toolkit._log import get_logger
-from amends_toolkit.protocols.mcp._errors import error_for_rpc
+from amends_toolkit.actors._mcp_errors import error_for_rpc
 from amends_toolkit.protocols.mcp._jsonrpc import (
     SESSION_VERSIONS,
     ErrorResponse,

@@ -5,8 +5,8 @@ import re
 import pytest
 
 import amends_toolkit as at
-from amends_toolkit.protocols.mcp import _errors
-from amends_toolkit.protocols.mcp._errors import error_for_rpc, error_for_status, parse_retry_after
+from amends_toolkit.actors import _mcp_errors as _errors
+from amends_toolkit.actors._mcp_errors import error_for_rpc, error_for_status, parse_retry_after
 from amends_toolkit.protocols.mcp._jsonrpc import ErrorResponse
 
 
