@@ -5,7 +5,7 @@ This namespace only re-exports the host-facing API.
 
 from __future__ import annotations
 
-from amends_toolkit import catalog
+from amends_toolkit import adapters, catalog, http, mcp, openapi, presentation
 from amends_toolkit._definitions import Annotations, Decision, ToolDefinition
 from amends_toolkit._errors import (
     AuthenticationError,
@@ -22,7 +22,22 @@ from amends_toolkit._errors import (
     UnsupportedError,
 )
 from amends_toolkit._json import JsonObject, JsonValue
-from amends_toolkit.runtime import ActorRef, ActorStatistics, Restart, Runtime, ToolSource
+from amends_toolkit.presentations import tool_search
+from amends_toolkit.runtime import (
+    ActorRef,
+    ActorStatistics,
+    Member,
+    Restart,
+    Runtime,
+    Session,
+    Tool,
+    ToolEntry,
+    Toolkit,
+    ToolResult,
+    ToolSource,
+    assemble,
+    source_toolkit,
+)
 
 __all__ = (
     "ActorRef",
@@ -37,15 +52,29 @@ __all__ = (
     "InvalidResponseError",
     "JsonObject",
     "JsonValue",
+    "Member",
     "NameClash",
     "NotFoundError",
     "Restart",
     "Runtime",
+    "Session",
+    "Tool",
     "ToolDefinition",
+    "ToolEntry",
+    "ToolResult",
     "ToolSource",
     "ToolSourceError",
+    "Toolkit",
     "UnavailableError",
     "UnknownError",
     "UnsupportedError",
+    "adapters",
+    "assemble",
     "catalog",
+    "http",
+    "mcp",
+    "openapi",
+    "presentation",
+    "source_toolkit",
+    "tool_search",
 )

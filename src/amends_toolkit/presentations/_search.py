@@ -1,0 +1,162 @@
+"""Search: a toolkit presented to a model as two tools, ``tool_search`` and ``tool_call``.
+
+The model is shown the same two tools however many the presented toolkit has, and reads of the
+others only what it searched for. ``tool_search`` ranks with :class:`SearchIndex`, built once
+here; ``tool_call`` runs a tool of the presented toolkit exactly as a direct call would. A
+blocked tool is not in an assembled toolkit, so it can be neither found nor called.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from amends_toolkit.presentations._index import SearchIndex
+from amends_toolkit.runtime import Tool, ToolEntry, Toolkit
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from amends_toolkit._json import JsonObject, JsonValue
+
+__all__ = ("CALL", "MAX_LIMIT", "SEARCH", "tool_search")
+
+SEARCH = "tool_search"
+"""The name of the tool that finds tools."""
+CALL = "tool_call"
+"""The name of the tool that runs a tool found."""
+MAX_LIMIT = 20
+"""The most tools one search may return."""
+
+
+def tool_search(toolkit: Toolkit, *, limit: int = 5) -> Toolkit:
+    """Present ``toolkit`` to a model as two tools, ``tool_search`` and ``tool_call``.
+
+    ``tool_search({query, limit?})`` answers ``{"tools": [{name, description, inputSchema}],
+    "matched": n, "available": n}``: the best matches for the words of ``query`` (see
+    :mod:`amends_toolkit.presentations._index` for how they rank), how many tools matched at all
+    and how many there are. A query with no words lists the tools in order. A search gives
+    ``limit`` tools unless it asks for another number, up to twenty; its schema refuses more.
+
+    ``tool_call({name, input})`` runs the tool of that name as the presented toolkit runs it: the
+    input is checked against the tool's schema, the handler runs, and a failure is a result the
+    model reads; a name that is no tool is a ``NotFoundError`` failure. A tool that needs
+    approval needs it through ``tool_call`` too: ``tool_call``'s ``needs_approval`` is a function
+    of its input that asks the named tool's own ``needs_approval`` about the input the model
+    gave, so a session asks about the call as about any other. Cancelling a ``tool_call``
+    cancels the call it runs, and is never read as a failure.
+
+    Neither tool is meant for a model API's strict schema mode (``limit`` is optional and
+    ``input`` has the shape of the tool named). The index is built here, once; building reads
+    only names and descriptions and contacts nothing.
+
+    Args:
+        toolkit: The toolkit to present, usually an assembly's.
+        limit: How many tools a search gives when the call does not say, 1 to 20.
+
+    Raises:
+        ValueError: ``limit`` is not a whole number from 1 to 20.
+    """
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
+        raise ValueError(f"limit must be a whole number from 1 to {MAX_LIMIT}, not {limit!r}")
+    tools = tuple(toolkit.tools.values())
+    index = SearchIndex((tool.name, tool.description) for tool in tools)
+
+    async def search(input: JsonObject) -> JsonValue:
+        query = input["query"]
+        wanted = input.get("limit", limit)
+        # the schema holds them so
+        assert isinstance(query, str)
+        assert isinstance(wanted, int)
+        hits = index.search(query, wanted)
+        found: list[JsonValue] = [_card(tools[position]) for position in hits.positions]
+        return {"tools": found, "matched": hits.matched, "available": len(tools)}
+
+    async def call(input: JsonObject) -> JsonValue:
+        name, inner = input["name"], input["input"]
+        assert isinstance(name, str)  # the schema holds it so
+        # unwrap() raises what failed, so this call gives the same failure, and a session's
+        # on_error still sees the source's error behind it.
+        return (await toolkit.invoke(name, inner)).unwrap()
+
+    return Toolkit.from_entries(
+        [
+            ToolEntry(tool=_search_tool(limit), handler=search),
+            ToolEntry(tool=_call_tool(_approval(toolkit)), handler=call),
+        ]
+    )
+
+
+def _card(tool: Tool) -> JsonValue:
+    return {"name": tool.name, "description": tool.description, "inputSchema": tool.input_schema}
+
+
+def _approval(toolkit: Toolkit) -> bool | Callable[[JsonObject], bool]:
+    """``tool_call``'s ``needs_approval``: the named tool's own, asked about its input."""
+    if not any(tool.needs_approval for tool in toolkit.tools.values()):
+        return False
+
+    def needs_approval(input: JsonObject) -> bool:
+        name, inner = input.get("name"), input.get("input")
+        if not isinstance(name, str) or name not in toolkit:
+            return False  # the call is a NotFoundError failure: nothing runs
+        entry = toolkit.entry(name)
+        if entry.check(inner) is not None:
+            return False  # the call is an InvalidInputError failure: nothing runs
+        assert isinstance(inner, dict)  # check() refuses anything but an object
+        return entry.tool.requires_approval(inner)
+
+    return needs_approval
+
+
+def _search_tool(limit: int) -> Tool:
+    return Tool(
+        name=SEARCH,
+        description=(
+            "Find the tools that can do a task. Say in a few words what the tool should do"
+            ' (for example "list the songs in a playlist"); the answer gives the best matches,'
+            " each with its name, description and inputSchema, with how many tools matched"
+            " (matched) and how many there are (available). It matches words, not meaning:"
+            " when nothing fits, search again with other words. An empty query lists the"
+            " tools in order. Run a tool found with tool_call."
+        ),
+        input_schema={
+            "type": "object",
+            "properties": {
+                "query": {
+                    "type": "string",
+                    "description": "What the tool should do, in a few words.",
+                },
+                "limit": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "maximum": MAX_LIMIT,
+                    "description": f"How many tools to give at most ({limit} unless given).",
+                },
+            },
+            "required": ["query"],
+            "additionalProperties": False,
+        },
+    )
+
+
+def _call_tool(needs_approval: bool | Callable[[JsonObject], bool]) -> Tool:
+    return Tool(
+        name=CALL,
+        description=(
+            "Run a tool found with tool_search: give its exact name, and as input an object"
+            " that matches its inputSchema. The answer is the tool's result."
+        ),
+        input_schema={
+            "type": "object",
+            "properties": {
+                "name": {"type": "string", "description": "The name of the tool to run."},
+                "input": {
+                    "type": "object",
+                    "description": "The tool's input, matching its inputSchema.",
+                },
+            },
+            "required": ["name", "input"],
+            "additionalProperties": False,
+        },
+        needs_approval=needs_approval,
+    )

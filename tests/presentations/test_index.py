@@ -1,0 +1,206 @@
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from amends_toolkit.presentations._index import SearchIndex, query_terms, stem, words
+
+PETS = [
+    ("list_pets", "List every pet in the store."),
+    ("createPet", "Add a new pet to the store."),
+    ("delete-pet", "Remove a pet from the store for good."),
+    ("get_repository", "Read one code repository."),
+    ("send_sms", "Send a text message to a phone number."),
+]
+
+
+def names(index_tools: list[tuple[str, str]], query: str, limit: int = 5) -> list[str]:
+    hits = SearchIndex(index_tools).search(query, limit)
+    return [index_tools[position][0] for position in hits.positions]
+
+
+def test_names_read_in_words_whatever_their_case_or_separator() -> None:
+    assert words("create_issue") == words("create-issue") == words("createIssue")
+    assert words("createIssue") == ["create", "issue"]
+    assert words("getHTTPResponse v2") == ["get", "http", "response", "v", "2"]
+    assert words("box__get_files_id#thumb") == ["box", "get", "files", "id", "thumb"]
+
+
+def test_stems_make_the_forms_of_a_word_meet_without_merging_other_words() -> None:
+    assert {stem(w) for w in ("create", "creates", "created", "creating")} == {stem("create")}
+    assert stem("playlists") == stem("playlist")
+    assert stem("policies") == stem("policy")
+    assert stem("matches") == stem("match")
+    assert stem("status") == "status"
+    assert stem("user") != stem("use")
+
+
+def test_a_query_word_scores_for_a_name_word_it_begins() -> None:
+    assert names(PETS, "repo")[0] == "get_repository"
+
+
+def test_a_word_of_the_name_counts_more_than_one_of_the_description() -> None:
+    tools = [
+        ("archive_note", "Moves a pet note out of sight."),
+        ("feed_pet", "Gives food."),
+    ]
+    assert names(tools, "pet") == ["feed_pet", "archive_note"]
+
+
+def test_a_rare_word_weighs_more_than_a_common_one() -> None:
+    tools = [(f"get_item_{i}", "Get an item.") for i in range(20)]
+    tools.append(("get_invoice", "Get an invoice."))
+    assert names(tools, "get invoice", limit=1) == ["get_invoice"]
+
+
+def test_a_tool_that_scores_nothing_does_not_match() -> None:
+    hits = SearchIndex(PETS).search("pet", 20)
+    assert hits.matched == 3
+    assert len(hits.positions) == 3
+    assert SearchIndex(PETS).search("zebra", 5).matched == 0
+    assert SearchIndex(PETS).search("zebra", 5).positions == ()
+
+
+def test_a_query_with_no_words_lists_the_tools_in_order() -> None:
+    for query in ("", "  ", "?!"):
+        hits = SearchIndex(PETS).search(query, 3)
+        assert hits.positions == (0, 1, 2)
+        assert hits.matched == len(PETS)
+
+
+def test_common_words_are_left_out_of_a_query_that_has_others() -> None:
+    assert query_terms("list the songs in a playlist") == ["list", "song", "playlist"]
+    assert query_terms("the") == ["the"]
+    # "the" is in every description here; only "phone" may match
+    assert SearchIndex(PETS).search("the phone", 5).matched == 1
+
+
+def test_ties_keep_catalog_order() -> None:
+    tools = [(f"tool_{i}", "Does the same thing.") for i in range(8)]
+    assert SearchIndex(tools).search("same thing", 5).positions == (0, 1, 2, 3, 4)
+
+
+def test_a_verb_of_the_same_action_scores_less_than_the_word_itself() -> None:
+    assert names(PETS, "remove a pet")[0] == "delete-pet"
+    tools = [("erase_note", "Erases a note."), ("delete_note", "Deletes a note.")]
+    assert names(tools, "delete note") == ["delete_note", "erase_note"]
+
+
+def test_a_limit_below_one_is_refused() -> None:
+    with pytest.raises(ValueError, match="at least 1"):
+        SearchIndex(PETS).search("pet", 0)
+
+
+def test_an_empty_catalog_finds_nothing() -> None:
+    index = SearchIndex([])
+    assert index.search("pet", 5).positions == ()
+    assert index.search("", 5).matched == 0
+
+
+_VOCABULARY = [
+    "get",
+    "list",
+    "create",
+    "delete",
+    "update",
+    "remove",
+    "add",
+    "send",
+    "search",
+    "find",
+    "read",
+    "show",
+    "user",
+    "users",
+    "file",
+    "files",
+    "folder",
+    "playlist",
+    "track",
+    "album",
+    "artist",
+    "guild",
+    "member",
+    "members",
+    "role",
+    "channel",
+    "message",
+    "messages",
+    "store",
+    "pet",
+    "pets",
+    "order",
+    "orders",
+    "payment",
+    "terminal",
+    "webhook",
+    "key",
+    "keys",
+    "index",
+    "indexes",
+    "document",
+    "documents",
+    "vector",
+    "collection",
+    "point",
+    "points",
+    "schedule",
+    "workflow",
+    "namespace",
+    "task",
+    "tasks",
+]
+
+
+def _exhaustive(index: SearchIndex, query: str, limit: int) -> tuple[tuple[int, ...], int]:
+    """The same scores summed over every posting, with no pruning: what search must equal."""
+    terms = query_terms(query)
+    asked = set(terms)
+    scores: dict[int, float] = {}
+    for term in terms:
+        row = index._expand(term, related=asked.isdisjoint(index._related.get(term, ())))
+        for doc, score in row.scores.items():
+            scores[doc] = scores.get(doc, 0.0) + score
+    ranked = sorted(scores.items(), key=lambda item: (-item[1], item[0]))
+    return tuple(doc for doc, _ in ranked[:limit]), len(scores)
+
+
+def test_the_pruned_search_ranks_exactly_as_scoring_every_tool_would() -> None:
+    rng = random.Random(1234)
+    # Zipf-like: a few words in most tools, many in a few, as in real catalogs
+    weights = [1 / (rank + 1) for rank in range(len(_VOCABULARY))]
+    tools = []
+    for i in range(2000):
+        name = "_".join(rng.choices(_VOCABULARY, weights, k=rng.randint(1, 4)))
+        text = " ".join(rng.choices(_VOCABULARY, weights, k=rng.randint(0, 25)))
+        tools.append((f"{name}_{i % 7}", text))
+    index = SearchIndex(tools)
+    for _ in range(300):
+        query = " ".join(rng.choices(_VOCABULARY, k=rng.randint(1, 6)))
+        limit = rng.choice((1, 5, 20))
+        hits = index.search(query, limit)
+        expected_positions, expected_matched = _exhaustive(index, query, limit)
+        assert hits.matched == expected_matched, query
+        # Sums taken in another order may differ in the last bit: compare scores, not ties.
+        if hits.positions != expected_positions:
+            got = [_score(index, query, doc) for doc in hits.positions]
+            want = [_score(index, query, doc) for doc in expected_positions]
+            assert got == pytest.approx(want, rel=1e-9), query
+
+
+def _score(index: SearchIndex, query: str, doc: int) -> float:
+    terms = query_terms(query)
+    asked = set(terms)
+    return sum(
+        index._expand(term, related=asked.isdisjoint(index._related.get(term, ()))).scores.get(
+            doc, 0.0
+        )
+        for term in terms
+    )
+
+
+def test_the_same_tools_give_the_same_answer() -> None:
+    first = SearchIndex(PETS).search("add a pet to the store", 5)
+    second = SearchIndex(PETS).search("add a pet to the store", 5)
+    assert first == second
