@@ -52,7 +52,10 @@ def test_a_reference_is_never_fetched_and_such_a_schema_holds_only_to_an_object(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     caplog.set_level(logging.WARNING, logger="amends_toolkit")
-    schema: JsonObject = {"type": "object", "properties": {"a": {"$ref": "http://127.0.0.1:9/x.json"}}}
+    schema: JsonObject = {
+        "type": "object",
+        "properties": {"a": {"$ref": "http://127.0.0.1:9/x.json"}},
+    }
     validator = validator_for(schema, tool="remote")
     assert validator.check({"a": "anything"}) is None
     assert validator.check("not an object") is not None

@@ -1,4 +1,4 @@
-"""MCP on the wire, without actors: JSON-RPC, tool listings, call results, header rules, errors.
+"""MCP on the wire, without actors: JSON-RPC, tool listings, call results, header rules.
 
 The modules here are transport-independent except ``_sse`` and ``_http`` (Streamable HTTP) and
 ``_stdio*`` (a subprocess). The sources in ``amends_toolkit.actors`` drive them.
