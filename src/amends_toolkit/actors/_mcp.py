@@ -36,6 +36,7 @@ from amends_toolkit.actors._mcp_errors import (
     error_for_status,
     parse_retry_after,
 )
+from amends_toolkit.actors._mcp_listing import list_tools
 from amends_toolkit.protocols.mcp._headers import HeaderMark, encode_value, param_headers
 from amends_toolkit.protocols.mcp._http import (
     Answer,
@@ -68,13 +69,6 @@ from amends_toolkit.protocols.mcp._results import (
     call_params,
     read_call_result,
     resend_delay,
-)
-from amends_toolkit.protocols.mcp._tools import (
-    MAX_PAGES,
-    ListedTool,
-    RejectedTool,
-    list_params,
-    read_tools_page,
 )
 
 if TYPE_CHECKING:
@@ -388,41 +382,19 @@ class McpHttpSource:
     # Tools.
 
     async def _list_tools(self) -> list[ToolDefinition]:
-        check_marks = await self._ensure_era() == "modern"
-        listed: dict[str, ListedTool] = {}
-        rejected: list[RejectedTool] = []
-        cursor: str | None = None
-        seen: set[str] = set()
-        for _ in range(MAX_PAGES):
-            reply = await self._send("tools/list", list_params(cursor))
-            if isinstance(reply, ErrorResponse):
-                raise error_for_rpc(self._name, reply, method="tools/list")
-            page = read_tools_page(reply.result, check_marks=check_marks)
-            for tool in page.tools:
-                if tool.definition.name in listed:
-                    rejected.append(RejectedTool(name=tool.definition.name, reason="listed twice"))
-                else:
-                    listed[tool.definition.name] = tool
-            rejected.extend(page.rejected)
-            cursor = page.next_cursor
-            if cursor is None:
-                break
-            if cursor in seen:
-                raise InvalidResponseError(
-                    source=self._name, message="tools/list gave a cursor it had given before"
-                )
-            seen.add(cursor)
-        else:
-            raise InvalidResponseError(
-                source=self._name, message=f"tools/list gave more than {MAX_PAGES} pages"
-            )
-        for left_out in rejected:
-            _log.warning(
-                "mcp.tool_rejected", source=self._name, tool=left_out.name, reason=left_out.reason
-            )
+        listed, self._rejected = await list_tools(
+            self._name,
+            functools.partial(self._result_of, "tools/list"),
+            check_marks=await self._ensure_era() == "modern",
+        )
         self._marks = {name: tool.marks for name, tool in listed.items()}
-        self._rejected = {r.name: r.reason for r in rejected if r.name not in listed}
         return [tool.definition for tool in listed.values()]
+
+    async def _result_of(self, method: str, params: JsonObject) -> JsonObject:
+        reply = await self._send(method, params)
+        if isinstance(reply, ErrorResponse):
+            raise error_for_rpc(self._name, reply, method=method)
+        return reply.result
 
     def _headers_for(self, tool: str, arguments: JsonObject) -> dict[str, str]:
         # A source that has not listed sends no marks; the server's -32020 makes it list.

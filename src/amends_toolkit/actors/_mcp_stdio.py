@@ -14,6 +14,7 @@ once.
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 from collections.abc import Mapping, Sequence
@@ -31,6 +32,7 @@ from amends_toolkit._errors import (
 )
 from amends_toolkit._log import get_logger
 from amends_toolkit.actors._mcp_errors import error_for_rpc
+from amends_toolkit.actors._mcp_listing import list_tools
 from amends_toolkit.protocols.mcp._jsonrpc import (
     SESSION_VERSIONS,
     ErrorResponse,
@@ -44,13 +46,6 @@ from amends_toolkit.protocols.mcp._results import (
     read_call_result,
 )
 from amends_toolkit.protocols.mcp._stdio import ProcessEnded, StdioConnection
-from amends_toolkit.protocols.mcp._tools import (
-    MAX_PAGES,
-    ListedTool,
-    RejectedTool,
-    list_params,
-    read_tools_page,
-)
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Awaitable, Callable
@@ -212,37 +207,10 @@ class McpStdioSource:
         return reply.result
 
     async def _list_tools(self) -> list[ToolDefinition]:
-        listed: dict[str, ListedTool] = {}
-        rejected: list[RejectedTool] = []
-        cursor: str | None = None
-        seen: set[str] = set()
-        for _ in range(MAX_PAGES):
-            # x-mcp-header marks are an HTTP matter: over stdio tools are listed as they are.
-            page = read_tools_page(
-                await self._result("tools/list", list_params(cursor)), check_marks=False
-            )
-            for tool in page.tools:
-                if tool.definition.name in listed:
-                    rejected.append(RejectedTool(name=tool.definition.name, reason="listed twice"))
-                else:
-                    listed[tool.definition.name] = tool
-            rejected.extend(page.rejected)
-            cursor = page.next_cursor
-            if cursor is None:
-                break
-            if cursor in seen:
-                raise InvalidResponseError(
-                    source=self._name, message="tools/list gave a cursor it had given before"
-                )
-            seen.add(cursor)
-        else:
-            raise InvalidResponseError(
-                source=self._name, message=f"tools/list gave more than {MAX_PAGES} pages"
-            )
-        for left_out in rejected:
-            _log.warning(
-                "mcp.tool_rejected", source=self._name, tool=left_out.name, reason=left_out.reason
-            )
+        # x-mcp-header marks are an HTTP matter: over stdio tools are listed as they are.
+        listed, _ = await list_tools(
+            self._name, functools.partial(self._result, "tools/list"), check_marks=False
+        )
         return [tool.definition for tool in listed.values()]
 
     async def _call(self, tool: str, arguments: JsonObject) -> JsonValue:
