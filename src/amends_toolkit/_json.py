@@ -9,3 +9,18 @@ JsonValue: TypeAlias = bool | int | float | str | list["JsonValue"] | dict[str, 
 
 JsonObject: TypeAlias = dict[str, JsonValue]
 """A JSON object: a tool's input, a schema."""
+
+
+def kind(value: object) -> str:
+    """What a JSON value is, as a message says it: ``"a string"``, ``"an array"``, ``"null"``."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    return "an object" if isinstance(value, dict) else type(value).__name__

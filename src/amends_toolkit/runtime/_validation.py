@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import jsonschema_rs
 
+from amends_toolkit._json import kind
 from amends_toolkit._log import get_logger
 
 if TYPE_CHECKING:
@@ -55,7 +56,7 @@ class InputValidator:
     def check(self, input: JsonValue) -> str | None:
         """``None`` when the input fits, else what is wrong, written for the model to fix it."""
         if not isinstance(input, dict):
-            return f"The input must be a JSON object, not {_json_type(input)}."
+            return f"The input must be a JSON object, not {kind(input)}."
         if self._validator is None or self._validator.is_valid(input):
             return None
         problems = []
@@ -67,20 +68,6 @@ class InputValidator:
         if not problems:
             return None
         return "The input does not match the tool's parameters: " + "; ".join(problems) + "."
-
-
-def _json_type(value: object) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, (int, float)):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "an array"
-    return type(value).__name__
 
 
 _cache: weakref.WeakValueDictionary[str, InputValidator] = weakref.WeakValueDictionary()

@@ -24,6 +24,7 @@ from urllib.parse import unquote
 import attrs
 
 from amends_toolkit._definitions import Annotations, ToolDefinition
+from amends_toolkit._json import kind
 from amends_toolkit.protocols.http import Operation, Param, RequestTemplate, placeholders
 from amends_toolkit.protocols.openapi._schema import SchemaReader, SkipReason, Unreadable
 
@@ -79,7 +80,7 @@ def read_operations(document: JsonValue) -> ReadResult:
         DocumentError: the value is not an OpenAPI 3 document (the message says what it is).
     """
     if not isinstance(document, dict):
-        raise DocumentError(f"an OpenAPI document is a JSON object, not {_kind(document)}")
+        raise DocumentError(f"an OpenAPI document is a JSON object, not {kind(document)}")
     version = document.get("openapi")
     if not isinstance(version, str) or not re.match(r"3\.\d", version):
         swagger = document.get("swagger")
@@ -184,7 +185,7 @@ class _Reader:
         followed."""
         for _ in range(_MAX_REF_HOPS):
             if not isinstance(value, dict):
-                raise Unreadable("invalid", f"the {what} is {_kind(value)}, not an object")
+                raise Unreadable("invalid", f"the {what} is {kind(value)}, not an object")
             ref = value.get("$ref")
             if ref is None:
                 return value
@@ -208,7 +209,7 @@ class _Reader:
         if isinstance(value, dict) and "$ref" in value:
             raise Unreadable("reference", f"the operation is a reference ({value['$ref']!r})")
         if not isinstance(value, dict):
-            raise Unreadable("invalid", f"the operation is {_kind(value)}, not an object")
+            raise Unreadable("invalid", f"the operation is {kind(value)}, not an object")
         parameters = self._parameters(common, value.get("parameters"))
         in_path = placeholders(path)
         path_names = [str(p["name"]) for p in parameters if p["in"] == "path"]
@@ -264,7 +265,7 @@ class _Reader:
             if group is None:
                 continue
             if not isinstance(group, list):
-                raise Unreadable("invalid", f"parameters are {_kind(group)}, not a list")
+                raise Unreadable("invalid", f"parameters are {kind(group)}, not a list")
             for item in group:
                 parameter = self._follow(item, "parameters", "parameter")
                 name, where = parameter.get("name"), parameter.get("in")
@@ -424,17 +425,3 @@ def _hints(method: str) -> Annotations:
     if method == "DELETE":
         return Annotations(destructive=True)
     return Annotations()
-
-
-def _kind(value: object) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, (int, float)):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "an array"
-    return "an object"
