@@ -1,0 +1,23 @@
+"""The MCP server of bench_mcp.py: the official SDK's server, stateless, answering JSON."""
+
+from __future__ import annotations
+
+import logging
+import sys
+
+import uvicorn
+from mcp.server import MCPServer
+
+server = MCPServer("bench")
+
+
+@server.tool()
+def echo(text: str) -> str:
+    """Answer the text."""
+    return text
+
+
+if __name__ == "__main__":
+    logging.getLogger("mcp").setLevel(logging.WARNING)
+    app = server.streamable_http_app(stateless_http=True, json_response=True)
+    uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[1]), log_level="warning")
