@@ -22,7 +22,13 @@ from amends_toolkit._errors import (
     UnsupportedError,
 )
 from amends_toolkit._json import JsonObject, JsonValue
-from amends_toolkit.presentations import tool_search
+from amends_toolkit.presentations import (
+    CodeRuntime,
+    InProcessRuntime,
+    MontyRuntime,
+    code_mode,
+    tool_search,
+)
 from amends_toolkit.runtime import (
     ActorRef,
     ActorStatistics,
@@ -46,13 +52,16 @@ __all__ = (
     "AuthenticationError",
     "CallFailedError",
     "CatalogError",
+    "CodeRuntime",
     "Decision",
     "Failure",
+    "InProcessRuntime",
     "InvalidInputError",
     "InvalidResponseError",
     "JsonObject",
     "JsonValue",
     "Member",
+    "MontyRuntime",
     "NameClash",
     "NotFoundError",
     "Restart",
@@ -71,6 +80,7 @@ __all__ = (
     "adapters",
     "assemble",
     "catalog",
+    "code_mode",
     "http",
     "mcp",
     "openapi",

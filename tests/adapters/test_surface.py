@@ -10,6 +10,7 @@ def test_the_adapters_namespace_is_pinned() -> None:
     assert adapters.__all__ == (
         "ToolCaller",
         "anthropic_tools",
+        "mcp_server",
         "openai_responses_tools",
         "openai_tools",
         "run_anthropic_tool_uses",

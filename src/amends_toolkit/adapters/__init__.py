@@ -2,13 +2,15 @@
 calls run through a Session (or a Toolkit) and answered in that API's shape.
 
 The pydantic-ai toolset is in :mod:`amends_toolkit.adapters.pydantic_ai` (the ``pydantic-ai``
-extra).
+extra). :func:`mcp_server` serves a toolkit as an MCP server; it imports
+:mod:`amends_toolkit.adapters.mcp_front` (the ``mcp-server`` extra) when called.
 """
 
 from __future__ import annotations
 
 from amends_toolkit.adapters._anthropic import anthropic_tools, run_anthropic_tool_uses
 from amends_toolkit.adapters._calls import ToolCaller
+from amends_toolkit.adapters._mcp_server import mcp_server
 from amends_toolkit.adapters._openai import (
     openai_responses_tools,
     openai_tools,
@@ -19,6 +21,7 @@ from amends_toolkit.adapters._openai import (
 __all__ = (
     "ToolCaller",
     "anthropic_tools",
+    "mcp_server",
     "openai_responses_tools",
     "openai_tools",
     "run_anthropic_tool_uses",

@@ -1,8 +1,27 @@
-"""Presentations: a toolkit shown to a model another way (tool search), and what they share."""
+"""Presentations: a toolkit shown to a model another way (tool search, code mode), and what they share."""
 
 from __future__ import annotations
 
+from amends_toolkit.presentations._code import code_mode
 from amends_toolkit.presentations._presentation import call, merge, restrict
+from amends_toolkit.presentations._runtimes import (
+    CodeError,
+    CodeRuntime,
+    InProcessRuntime,
+    MontyRuntime,
+    ToolError,
+)
 from amends_toolkit.presentations._search import tool_search
 
-__all__ = ("call", "merge", "restrict", "tool_search")
+__all__ = (
+    "CodeError",
+    "CodeRuntime",
+    "InProcessRuntime",
+    "MontyRuntime",
+    "ToolError",
+    "call",
+    "code_mode",
+    "merge",
+    "restrict",
+    "tool_search",
+)

@@ -1,0 +1,82 @@
+"""``at.adapters.mcp_server``: the one name of the MCP server front that needs no ``mcp`` to import.
+
+The front itself is :mod:`amends_toolkit.adapters.mcp_front`, imported when this is called, so
+``amends_toolkit.adapters`` imports without the ``mcp-server`` extra.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from amends_toolkit.adapters.mcp_front import ToolkitServer
+    from amends_toolkit.runtime import Member, Toolkit
+    from amends_toolkit.runtime._session import Approve, OnError
+
+__all__ = ("mcp_server",)
+
+
+def mcp_server(
+    toolkit: Toolkit,
+    *,
+    name: str,
+    version: str = "",
+    instructions: str | None = None,
+    approve: Approve | None = None,
+    on_error: OnError | None = None,
+    timeout: float | None = None,
+    members: Iterable[Member] = (),
+) -> ToolkitServer:
+    """Serve a toolkit, as assembled or presented, as an MCP server, with the host's policy.
+
+    Args:
+        toolkit: The tools to serve, under their model-facing names, with their input schemas
+            exactly as the toolkit has them. A blocked tool is not in it, so no client sees it.
+        name: The server's name in ``serverInfo``.
+        version: The server's version in ``serverInfo``.
+        instructions: What the server tells a client about its tools, if anything.
+        approve: Asked before each call of a tool that needs approval, as
+            :class:`~amends_toolkit.Session` asks it; a refusal is an ``ApprovalDenied``
+            failure and the tool does not run. Without it (a server cannot ask a person), a tool
+            that always needs approval is not served, and a call that needs approval because of
+            its input (``tool_call`` of tool search) is refused as ``ApprovalDenied``.
+        on_error: Shown the :class:`~amends_toolkit.ToolSourceError` behind a failure, as a
+            session shows it.
+        timeout: Seconds a call may run (approval not counted), as in a session; past it the
+            call is an ``UnavailableError`` failure.
+        members: The assembly's members, when the host wants each tool listed with its
+            source's hints (``annotations``: title, read-only, destructive, idempotent, open
+            world); a toolkit does not keep them. Tools of a presentation have none.
+
+    Each call runs in its own :class:`~amends_toolkit.Session`, so it checks the input against
+    the tool's schema (the SDK checks nothing), asks approval, applies the timeout and shows
+    errors exactly as a harness does. An answer that is a JSON object is the result's
+    ``structuredContent`` and a text block of its JSON; a string is a text block as it is; any
+    other JSON a text block of its JSON. A failure is ``isError: true`` with one text block, the
+    failure's message (the model's text: no address, no credential). A name the server does not
+    serve is the protocol error -32602 ("Unknown tool"). A call the client cancels is cancelled.
+
+    Returns:
+        The server: ``streamable_http_app()`` gives its Starlette ASGI app, ``run_stdio()``
+        serves it over stdin and stdout.
+
+    Raises:
+        ModuleNotFoundError: the ``mcp`` SDK is not installed (the ``mcp-server`` extra).
+        TypeError: ``toolkit`` is no Toolkit.
+        ValueError: ``timeout`` is not a positive number of seconds.
+    """
+    # Imported here so that amends_toolkit.adapters imports without the optional SDK.
+    from amends_toolkit.adapters.mcp_front import ToolkitServer
+
+    return ToolkitServer(
+        toolkit,
+        name=name,
+        version=version,
+        instructions=instructions,
+        approve=approve,
+        on_error=on_error,
+        timeout=timeout,
+        members=members,
+    )

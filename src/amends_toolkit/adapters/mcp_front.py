@@ -1,0 +1,244 @@
+"""An MCP server front: a host's toolkit served as an MCP server, its policy intact.
+
+Needs the ``mcp-server`` extra (``pip install 'amends-toolkit[mcp-server]'``, the official ``mcp``
+SDK). Build one with :func:`amends_toolkit.adapters.mcp_server`::
+
+    front = at.adapters.mcp_server(toolkit, name="tasks", approve=ask_a_person)
+    app = front.streamable_http_app()        # Starlette ASGI app, MCP at /mcp: serve it with uvicorn
+    await front.run_stdio()                  # or serve one client over stdin and stdout
+
+The SDK speaks the protocol (the stateless 2026-07-28 era and sessions of the earlier versions,
+on one endpoint); the toolkit decides everything else: which tools exist, what input a tool takes
+(the SDK validates no argument against a schema), and what a call answers.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+import mcp_types as types
+from mcp.server.lowlevel import Server
+from mcp.server.stdio import stdio_server
+from mcp.shared.exceptions import MCPError
+from mcp_types.methods import serialize_server_result
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
+from pydantic import ValidationError
+
+from amends_toolkit._log import get_logger
+from amends_toolkit.runtime import Member, Session, Toolkit
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping
+
+    from mcp.server.context import ServerRequestContext
+    from mcp.server.transport_security import TransportSecuritySettings
+    from starlette.applications import Starlette
+
+    from amends_toolkit._definitions import Annotations
+    from amends_toolkit._errors import Failure
+    from amends_toolkit._json import JsonObject, JsonValue
+    from amends_toolkit.runtime import ToolResult
+    from amends_toolkit.runtime._session import Approve, OnError
+
+__all__ = ("ToolkitServer",)
+
+_log = get_logger(__name__)
+_VERSIONS = (*HANDSHAKE_PROTOCOL_VERSIONS, *MODERN_PROTOCOL_VERSIONS)
+
+
+def _never(name: str, input: JsonObject) -> bool:
+    return False
+
+
+class ToolkitServer:
+    """A toolkit served as an MCP server: ``tools/list`` and ``tools/call``, nothing else.
+
+    Build it with :func:`amends_toolkit.adapters.mcp_server`, which documents the options.
+
+    Attributes:
+        toolkit: The tools served: the toolkit given, less the tools that always need approval
+            when no ``approve`` was given, and any whose schema MCP cannot list (logged).
+        server: The SDK's low-level :class:`mcp.server.lowlevel.Server`, for what this class does
+            not wrap (another transport, middleware).
+    """
+
+    def __init__(
+        self,
+        toolkit: Toolkit,
+        *,
+        name: str,
+        version: str = "",
+        instructions: str | None = None,
+        approve: Approve | None = None,
+        on_error: OnError | None = None,
+        timeout: float | None = None,
+        members: Iterable[Member] = (),
+    ) -> None:
+        if not isinstance(toolkit, Toolkit):
+            raise TypeError(f"mcp_server serves a Toolkit, not {type(toolkit).__name__}")
+        if approve is None:
+            # A server cannot ask a person: a tool that always needs approval is not offered,
+            # and a call that needs it by its input is refused as a person's refusal would be.
+            toolkit = Toolkit.from_entries(
+                entry for entry in toolkit.entries() if entry.tool.needs_approval is not True
+            )
+        hints = {
+            (member.source.name, definition.name): definition.annotations
+            for member in members
+            for definition in member.definitions
+        }
+        listed = {
+            entry.name: types.Tool(
+                name=entry.tool.name,
+                description=entry.tool.description,
+                input_schema=_object_root(entry.tool.input_schema),
+                annotations=None if entry.route is None else _annotations(hints.get(entry.route)),
+            )
+            for entry in toolkit.entries()
+        }
+        unlistable = _unlistable(list(listed.values()))
+        if unlistable:
+            toolkit = Toolkit.from_entries(e for e in toolkit.entries() if e.name not in unlistable)
+        self.toolkit = toolkit
+        self._tools = [tool for name, tool in listed.items() if name not in unlistable]
+        self._approve: Approve = _never if approve is None else approve
+        self._on_error = on_error
+        self._timeout = timeout
+        # Refuse a bad timeout now, not at the first call.
+        Session(toolkit, approve=self._approve, on_error=on_error, timeout=timeout)
+        self.server: Server[Any] = Server(
+            name,
+            version=version,
+            instructions=instructions,
+            get_tool_input_schema=self._input_schema,
+            on_list_tools=self._list_tools,
+            on_call_tool=self._call_tool,
+        )
+
+    def streamable_http_app(
+        self,
+        *,
+        path: str = "/mcp",
+        host: str = "127.0.0.1",
+        json_response: bool = False,
+        transport_security: TransportSecuritySettings | None = None,
+    ) -> Starlette:
+        """The Starlette ASGI app that serves the toolkit over Streamable HTTP at ``path``.
+
+        One endpoint speaks both eras: a request in 2026-07-28 is answered statelessly, and any
+        other client begins a session with ``initialize`` (2025-11-25 down to 2024-11-05).
+
+        Args:
+            path: Where the endpoint is.
+            host: Where the app listens: for ``127.0.0.1``, ``localhost`` or ``::1`` the SDK turns
+                on DNS-rebinding protection (only those hosts and origins are let in) unless
+                ``transport_security`` says otherwise.
+            json_response: Answer the sessions' requests as JSON rather than event streams.
+            transport_security: The SDK's allowed hosts and origins.
+
+        The app's lifespan runs the SDK's session manager: serve it with an ASGI server that
+        runs lifespans (uvicorn does), or enter ``app.router.lifespan_context(app)``. Build it
+        once: the SDK's server holds the session manager of the last app built.
+        """
+        return self.server.streamable_http_app(
+            streamable_http_path=path,
+            host=host,
+            json_response=json_response,
+            transport_security=transport_security,
+        )
+
+    async def run_stdio(self) -> None:
+        """Serve one client over the process's stdin and stdout until stdin closes.
+
+        While it serves, what the process writes to stdout goes to stderr, so no stray print
+        breaks the protocol. Cancelling it stops serving; calls still running are cancelled.
+        """
+        async with stdio_server() as (read_stream, write_stream):
+            await self.server.run(
+                read_stream, write_stream, self.server.create_initialization_options()
+            )
+
+    def _input_schema(self, name: str) -> Mapping[str, Any] | None:
+        tool = self.toolkit.tools.get(name)
+        return None if tool is None else tool.input_schema
+
+    async def _list_tools(
+        self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=list(self._tools))
+
+    async def _call_tool(
+        self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        if params.name not in self.toolkit:
+            # A protocol error, as the spec asks for a tool the server does not have.
+            raise MCPError(code=types.INVALID_PARAMS, message=f"Unknown tool: {params.name}")
+        arguments: JsonValue = {} if params.arguments is None else params.arguments
+        # A session per call: approval, on_error and timeout behave as in a harness, and a call
+        # the client cancels is cancelled alone.
+        async with Session(
+            self.toolkit, approve=self._approve, on_error=self._on_error, timeout=self._timeout
+        ) as session:
+            result = await session.invoke(params.name, arguments)
+        return _answer(result)
+
+
+def _answer(result: ToolResult) -> types.CallToolResult:
+    if result.failure is not None:
+        return _failed(result.failure)
+    value = result.value
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    return types.CallToolResult(
+        content=[types.TextContent(text=text)],
+        structured_content=value if isinstance(value, dict) else None,
+    )
+
+
+def _failed(failure: Failure) -> types.CallToolResult:
+    # The message is the model's text of the failure (ToolSourceError.model_message): no address,
+    # no credential, nothing of the host's logs.
+    return types.CallToolResult(content=[types.TextContent(text=failure.message)], is_error=True)
+
+
+def _object_root(schema: JsonObject) -> dict[str, Any]:
+    # MCP requires "type": "object" at the root; the toolkit accepts only objects anyway, so
+    # saying so where the schema does not changes nothing of what a call may send.
+    return dict(schema) if "type" in schema else {"type": "object", **schema}
+
+
+def _unlistable(tools: list[types.Tool]) -> set[str]:
+    """The tools that some protocol version cannot list (a root type that is not "object", a
+    malformed ``properties``): served, one would fail every listing, so they are left out."""
+
+    def listable(batch: list[types.Tool]) -> bool:
+        # Dumped as the SDK's runner dumps a handler's result, then sieved as it sieves it.
+        data = types.ListToolsResult(tools=batch).model_dump(
+            by_alias=True, mode="json", exclude_none=True
+        )
+        try:
+            for version in _VERSIONS:
+                serialize_server_result("tools/list", version, data)
+        except ValidationError:
+            return False
+        return True
+
+    if listable(tools):
+        return set()
+    left_out = {tool.name for tool in tools if not listable([tool])}
+    for name in sorted(left_out):
+        _log.warning("mcp_server.tool_left_out", tool=name, reason="schema MCP cannot list")
+    return left_out
+
+
+def _annotations(hints: Annotations | None) -> types.ToolAnnotations | None:
+    if hints is None:
+        return None
+    annotations = types.ToolAnnotations(
+        title=hints.title,
+        read_only_hint=hints.read_only,
+        destructive_hint=hints.destructive,
+        idempotent_hint=hints.idempotent,
+        open_world_hint=hints.open_world,
+    )
+    return annotations if annotations.model_dump(exclude_none=True) else None
