@@ -6,7 +6,8 @@ accept only the host's token. The host gives its credentials to one HTTP client,
 sources over it in a runtime (the MCP server, the operations of the OpenAPI document, and an
 operation written by hand), stores their catalog, assembles a turn's toolkit under a policy, and
 runs the model's calls in a session that asks a person before anything destructive. Then the same
-toolkit is presented as two tools (tool search), and shown in OpenAI's request format.
+toolkit is presented as two tools (tool search), as one tool that runs Python in a sandbox (code
+mode), and shown in OpenAI's request format.
 
 Run: ./scripts/demo
 """
@@ -93,7 +94,12 @@ NOTES_DOCUMENT = {
                 "operationId": "deleteNote",
                 "summary": "Delete a note",
                 "parameters": [
-                    {"name": "noteId", "in": "path", "required": True, "schema": {"type": "integer"}}
+                    {
+                        "name": "noteId",
+                        "in": "path",
+                        "required": True,
+                        "schema": {"type": "integer"},
+                    }
                 ],
                 "responses": {"204": {"description": "deleted"}},
             }
@@ -200,11 +206,14 @@ async def main() -> None:
         # The host fetches the document it trusts; reading it fetches nothing.
         document = (await client.get(f"{notes_url}/openapi.json")).json()
         read = at.openapi.read_operations(document)
-        show("OpenAPI: operations read, skipped, servers (listed, never used)", {
-            "operations": [o.definition.name for o in read.operations],
-            "skipped": [str(s) for s in read.skipped],
-            "servers": list(read.servers),
-        })
+        show(
+            "OpenAPI: operations read, skipped, servers (listed, never used)",
+            {
+                "operations": [o.definition.name for o in read.operations],
+                "skipped": [str(s) for s in read.skipped],
+                "servers": list(read.servers),
+            },
+        )
 
         weather = at.http.Operation(
             definition=at.ToolDefinition(
@@ -236,7 +245,9 @@ async def main() -> None:
             at.mcp.http(name="tasks", url=f"{tasks_url}/mcp", client=client), call_timeout=30.0
         )
         notes = await runtime.spawn(
-            at.http.make(name="notes", base_url=notes_url, operations=read.operations, client=client)
+            at.http.make(
+                name="notes", base_url=notes_url, operations=read.operations, client=client
+            )
         )
         weather_source = await runtime.spawn(
             at.http.make(name="weather", base_url=notes_url, operations=[weather], client=client)
@@ -244,9 +255,10 @@ async def main() -> None:
 
         # The catalog: what each source has now, which a host stores and refreshes.
         catalog = {ref.name: await ref.discover() for ref in (tasks, notes, weather_source)}
-        show("Catalog: the tools of each source", {
-            name: [d.name for d in definitions] for name, definitions in catalog.items()
-        })
+        show(
+            "Catalog: the tools of each source",
+            {name: [d.name for d in definitions] for name, definitions in catalog.items()},
+        )
         show("One definition as the host stores it", at.catalog.dump(catalog["tasks"][0]))
 
         def decide(source: str, definition: at.ToolDefinition) -> at.Decision:
@@ -259,10 +271,13 @@ async def main() -> None:
         toolkit = at.assemble(
             [at.Member(ref, catalog[ref.name]) for ref in (tasks, notes, weather_source)], decide
         )
-        show("The toolkit of the turn", {
-            name: {"needs approval": tool.needs_approval is not False}
-            for name, tool in toolkit.tools.items()
-        })
+        show(
+            "The toolkit of the turn",
+            {
+                name: {"needs approval": tool.needs_approval is not False}
+                for name, tool in toolkit.tools.items()
+            },
+        )
 
         async def approve(name: str, input: at.JsonObject) -> bool:
             # The person says yes to tasks and no to notes, through tool_call too.
@@ -310,6 +325,28 @@ async def main() -> None:
                     "tool_call", {"name": "tasks__delete_task", "input": {"task_id": 2}}
                 ),
             )
+
+        # Code mode: one tool, execute, that runs Python in the Monty sandbox, which reaches
+        # nothing but the tools; tools that need approval stay tools of their own beside it.
+        async with at.MontyRuntime() as sandbox:
+            coded = at.code_mode(toolkit, sandbox)
+            show("Code mode presents", list(coded.tools))
+            code = (
+                'await tools.tasks__add_task({"title": "Fix the bike"})\n'
+                'tasks = (await tools.tasks__list_tasks({}))["result"]\n'
+                'print(len(tasks), "tasks")\n'
+                'forecast = await tools.weather__get_weather({"city": "Porto"})\n'
+                'return {"open": [t["title"] for t in tasks], "high": forecast["high"]}'
+            )
+            async with at.Session(coded, approve=approve, on_error=on_error) as session:
+                show(
+                    "execute: three tool calls in one run",
+                    await session.call("execute", {"code": code}),
+                )
+                show(
+                    "execute: code that fails is a result too",
+                    await session.call("execute", {"code": "return 1 / 0"}),
+                )
 
         show("In OpenAI's request format (never strict)", at.adapters.openai_tools(toolkit)[:1])
         show("Actors", {ref.name: repr(ref.statistics()) for ref in (tasks, notes, weather_source)})
