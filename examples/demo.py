@@ -15,9 +15,8 @@ Run: ./scripts/demo
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import anyio
 import httpx
@@ -26,12 +25,16 @@ from fastmcp import FastMCP
 from fastmcp.exceptions import ToolError
 from pydantic import Field
 from starlette.applications import Starlette
-from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
-from starlette.types import ASGIApp, Receive, Scope, Send
 
 import amends_toolkit as at
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+
+    from starlette.requests import Request
+    from starlette.types import ASGIApp, Receive, Scope, Send
 
 TOKEN = "demo-token-not-for-models"
 
@@ -60,7 +63,7 @@ def tasks_server() -> ASGIApp:
             raise ToolError(f"there is no task {task_id}")
         return f"deleted task {task_id}"
 
-    return guarded(mcp.http_app(path="/mcp", stateless_http=True, json_response=True))
+    return Guarded(mcp.http_app(path="/mcp", stateless_http=True, json_response=True))
 
 
 NOTES_DOCUMENT = {
@@ -148,7 +151,7 @@ def notes_server() -> ASGIApp:
     async def document(_: Request) -> Response:
         return JSONResponse(NOTES_DOCUMENT)
 
-    return guarded(
+    return Guarded(
         Starlette(
             routes=[
                 Route("/openapi.json", document),
@@ -161,7 +164,7 @@ def notes_server() -> ASGIApp:
     )
 
 
-class guarded:  # noqa: N801 - used as a function
+class Guarded:
     """Refuse every request that does not carry the host's token, as a real API would."""
 
     def __init__(self, app: ASGIApp) -> None:
@@ -182,7 +185,7 @@ async def serve(app: ASGIApp) -> AsyncIterator[str]:
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning"))
     async with anyio.create_task_group() as tasks:
         tasks.start_soon(server.serve)
-        while not server.started:
+        while not server.started:  # noqa: ASYNC110 - uvicorn offers no event to wait on
             await anyio.sleep(0.01)
         port = server.servers[0].sockets[0].getsockname()[1]
         yield f"http://127.0.0.1:{port}"
@@ -290,7 +293,7 @@ async def main() -> None:
 
         async with at.Session(toolkit, approve=approve, on_error=on_error) as session:
             print("\n== The model's calls, each read as a result")
-            for name, input in [
+            calls: list[tuple[str, at.JsonObject]] = [
                 ("tasks__add_task", {"title": "Buy bread"}),
                 ("tasks__list_tasks", {}),
                 ("tasks__delete_task", {"task_id": 1}),
@@ -300,7 +303,8 @@ async def main() -> None:
                 ("notes__deleteNote", {"noteId": 1}),
                 ("notes__listNotes", {}),
                 ("weather__get_weather", {"city": "Lisbon", "unit": "celsius"}),
-            ]:
+            ]
+            for name, input in calls:
                 result = await session.call(name, input)
                 print(f"-> {name}({json.dumps(input)})\n   {json.dumps(result)[:300]}")
 
