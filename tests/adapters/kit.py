@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 
 import anyio
+import httpx2
 
 import amends_toolkit as at
 from amends_toolkit import JsonObject, JsonValue
@@ -15,6 +17,18 @@ ECHO_SCHEMA: JsonObject = {
     "required": ["text"],
     "additionalProperties": False,
 }
+
+
+class Recorder:
+    """A model API on a MockTransport: records each request body and answers from a script."""
+
+    def __init__(self, *answers: JsonObject) -> None:
+        self.answers = list(answers)
+        self.requests: list[JsonObject] = []
+
+    def __call__(self, request: httpx2.Request) -> httpx2.Response:
+        self.requests.append(json.loads(request.content))
+        return httpx2.Response(200, json=self.answers.pop(0))
 
 
 class Source:

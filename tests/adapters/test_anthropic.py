@@ -13,7 +13,7 @@ import amends_toolkit as at
 from amends_toolkit import JsonObject, JsonValue
 from amends_toolkit.adapters import anthropic_tools, run_anthropic_tool_uses
 
-from .kit import ECHO_SCHEMA, Source, approve_all, toolkit
+from .kit import ECHO_SCHEMA, Recorder, Source, approve_all, toolkit
 
 pytestmark = pytest.mark.anyio
 
@@ -34,18 +34,6 @@ def message(content: list[JsonObject]) -> JsonObject:
         "stop_sequence": None,
         "usage": {"input_tokens": 1, "output_tokens": 1},
     }
-
-
-class Recorder:
-    """A Messages API on a MockTransport: records each request body and answers from a script."""
-
-    def __init__(self, *answers: JsonObject) -> None:
-        self.answers = list(answers)
-        self.requests: list[JsonObject] = []
-
-    def __call__(self, request: httpx2.Request) -> httpx2.Response:
-        self.requests.append(json.loads(request.content))
-        return httpx2.Response(200, json=self.answers.pop(0))
 
 
 def test_tools_carry_their_input_schema() -> None:

@@ -20,7 +20,7 @@ from amends_toolkit.adapters import (
     run_openai_tool_calls,
 )
 
-from .kit import Source, approve_all, toolkit
+from .kit import Recorder, Source, approve_all, toolkit
 
 pytestmark = pytest.mark.anyio
 
@@ -44,18 +44,6 @@ def completion(tool_calls: list[JsonObject]) -> JsonObject:
 
 def function_call(call_id: str, name: str, arguments: str) -> JsonObject:
     return {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
-
-
-class Recorder:
-    """An OpenAI API on a MockTransport: records each request body and answers from a script."""
-
-    def __init__(self, *answers: JsonObject) -> None:
-        self.answers = list(answers)
-        self.requests: list[JsonObject] = []
-
-    def __call__(self, request: httpx2.Request) -> httpx2.Response:
-        self.requests.append(json.loads(request.content))
-        return httpx2.Response(200, json=self.answers.pop(0))
 
 
 def test_chat_tools_are_function_tools_never_strict() -> None:
