@@ -502,7 +502,7 @@ async def test_a_cursor_given_twice_is_an_invalid_response() -> None:
     [
         (401, at.AuthenticationError, None),
         (403, at.AuthenticationError, None),
-        (404, at.UnavailableError, None),
+        (404, at.InvalidResponseError, None),
         (405, at.UnsupportedError, None),
         (406, at.UnsupportedError, None),
         (408, at.UnavailableError, None),

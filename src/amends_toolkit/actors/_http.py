@@ -61,6 +61,8 @@ from amends_toolkit.protocols.http import (
     WireRequest,
     build_request,
     charset,
+    check_client,
+    network_failure,
     outcome,
     parse_answer,
     retry_after,
@@ -213,7 +215,9 @@ class HttpSource:
             if reason is None:
                 raise
             _log.info("call.failed", source=self._name, tool=tool, error=type(error).__name__)
-            raise reason(source=self._name, message=f"{type(error).__name__}: {error}") from None
+            raise reason(
+                source=self._name, message=network_failure(wire.method, self._base_url, error)
+            ) from None
 
     async def _send(self, tool: str, wire: WireRequest) -> JsonValue:
         async with self._client.stream(
@@ -319,6 +323,8 @@ def make(
 
     Raises:
         ValueError: a bad option, or two operations with one name (the message names them).
+        TypeError: a client that is not an async httpx-style client (a sync ``httpx.Client``
+            among them), the message naming the fix.
     """
     if not isinstance(name, str) or not name:
         raise ValueError("name must be a non-empty string")
@@ -333,6 +339,7 @@ def make(
         raise ValueError("max_answer_length must be a positive int")
     if max_answer_length < 1:
         raise ValueError("max_answer_length must be a positive int")
+    check_client(client)
     operations = tuple(operations)
     for operation in operations:
         if not isinstance(operation, Operation):

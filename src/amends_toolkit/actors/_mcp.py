@@ -37,6 +37,7 @@ from amends_toolkit.actors._mcp_errors import (
     parse_retry_after,
 )
 from amends_toolkit.actors._mcp_listing import list_tools
+from amends_toolkit.protocols.http import check_client
 from amends_toolkit.protocols.mcp._headers import HeaderMark, encode_value, param_headers
 from amends_toolkit.protocols.mcp._http import (
     Answer,
@@ -476,7 +477,8 @@ def http(*, name: str, url: str, client: HttpClient, timeout: float = 60.0) -> M
     Raises:
         ValueError: an empty name, a URL that is not absolute http(s), or a timeout that is
             not a positive number of seconds.
-        TypeError: a client that is not an httpx-style async client.
+        TypeError: a client that is not an httpx-style async client (a sync ``httpx.Client``
+            among them), the message naming the fix.
     """
     if not isinstance(name, str) or not name:
         raise ValueError("name must be a non-empty string, such as name='tasks'")
@@ -486,8 +488,7 @@ def http(*, name: str, url: str, client: HttpClient, timeout: float = 60.0) -> M
             "url must be an absolute http:// or https:// URL of the MCP endpoint, "
             "such as 'https://example.com/mcp'"
         )
-    if not callable(getattr(client, "stream", None)):
-        raise TypeError("client must be an httpx.AsyncClient or an httpx2.AsyncClient")
+    check_client(client)
     if (
         isinstance(timeout, bool)
         or not isinstance(timeout, int | float)

@@ -27,11 +27,16 @@ HTTP status                                 reason
 ==========================================  =========================================
 401, 403                                    AuthenticationError
 408, 429, 5xx                               UnavailableError (``retry_after`` from Retry-After)
-404 (no session to renew, no JSON-RPC)      UnavailableError
+404 (no session to renew, no JSON-RPC)      InvalidResponseError (no MCP endpoint there)
 405, 406, 415                               UnsupportedError
 other 4xx with a JSON-RPC error             the error's reason (table above)
 other 4xx, 1xx, 3xx, other 2xx              InvalidResponseError
 ==========================================  =========================================
+
+A 404 that is not a session's end is a wrong ``url`` (a host's mistake, as on ``initialize``):
+telling the model to try again later would be telling it something untrue, so it is not the
+retryable ``UnavailableError``; nor ``NotFoundError``, which says the tool does not exist. The
+host's message says what to fix.
 """
 
 from __future__ import annotations
@@ -124,7 +129,10 @@ def error_for_status(
     if 400 <= status <= 499 and error is not None:
         return error_for_rpc(source, error, method=method)
     if status == 404:
-        return UnavailableError(source=source, message=described)
+        return InvalidResponseError(
+            source=source,
+            message=f"{described}: there is no MCP endpoint at the source's url; check it",
+        )
     if status in (405, 406, 415):
         return UnsupportedError(source=source, message=described)
     return InvalidResponseError(source=source, message=described)

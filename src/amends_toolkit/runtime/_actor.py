@@ -121,6 +121,7 @@ class ActorRef:
         self._idle = 0  # of which wait for a request
         self._running: dict[int, tuple[anyio.CancelScope, Reply]] = {}
         self._restarts = 0
+        self._last_crash: str | None = None
         self._state: State = "starting"
         self._stopped = anyio.Event()
 
@@ -182,7 +183,7 @@ class ActorRef:
         try:
             await self._mailbox_in.send(message)
         except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-            raise self._unavailable("the source is stopped") from None
+            raise self._unavailable(self._why_stopped()) from None
         try:
             if message.deadline == math.inf:
                 return await message.reply.wait()
@@ -215,6 +216,7 @@ class ActorRef:
                     stopped = await self._incarnation()
                 except Exception as error:  # noqa: BLE001 - a crash, read by the supervisor below
                     _log.error("actor.crashed", source=self._name, exc_info=error)
+                    self._last_crash = f"{type(error).__name__}: {error}"
                     now = anyio.current_time()
                     crashes.append(now)
                     while crashes and crashes[0] <= now - self._restart.period:
@@ -235,8 +237,14 @@ class ActorRef:
             self._drain()
             self._stopped.set()
 
+    def _why_stopped(self) -> str:
+        """Why a stopped actor answers no more: for one given up, its last crash (for the host)."""
+        if self._state != "failed":
+            return "the source is stopped"
+        return f"the source gave up after {self._restarts} restarts; its last crash: {self._last_crash}"
+
     def _drain(self) -> None:
-        why = "the source gave up" if self._state == "failed" else "the source is stopped"
+        why = self._why_stopped()
         self._mailbox_in.close()
         self._control_in.close()
         while True:

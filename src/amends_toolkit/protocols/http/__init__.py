@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from amends_toolkit.protocols.http._client import check_client, network_failure, where
 from amends_toolkit.protocols.http._request import (
     InputRefused,
     WireRequest,
@@ -40,10 +41,13 @@ __all__ = (
     "WireRequest",
     "build_request",
     "charset",
+    "check_client",
     "is_json",
     "join_url",
+    "network_failure",
     "outcome",
     "parse_answer",
     "placeholders",
     "retry_after",
+    "where",
 )

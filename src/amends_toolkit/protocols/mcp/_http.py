@@ -21,6 +21,7 @@ import attrs
 import httpx
 
 from amends_toolkit._log import get_logger
+from amends_toolkit.protocols.http import network_failure
 from amends_toolkit.protocols.mcp._jsonrpc import (
     ErrorResponse,
     Message,
@@ -184,7 +185,7 @@ class HttpWire:
                             f"{kind or 'no content type'}"
                         )
         except transport_errors() as error:
-            raise Unreachable(f"POST failed: {type(error).__name__}") from None
+            raise Unreachable(network_failure("POST", self.url, error)) from None
         if found is None and parser is not None:
             found = await self._resume(parser, wanted, on_request, resume_headers)
         if found is None and ok:
@@ -203,7 +204,7 @@ class HttpWire:
             ) as response:
                 return response.status_code
         except transport_errors() as error:
-            raise Unreachable(f"DELETE failed: {type(error).__name__}") from None
+            raise Unreachable(network_failure("DELETE", self.url, error)) from None
 
     async def _read_events(
         self,
@@ -293,7 +294,7 @@ class HttpWire:
                     parser = resumed
                     found = await self._read_events(response, parser, wanted, on_request)
             except transport_errors() as error:
-                raise Unreachable(f"GET failed: {type(error).__name__}") from None
+                raise Unreachable(network_failure("GET", self.url, error)) from None
             if found is not None:
                 return found
         raise StreamEnded("the event stream ended without an answer")

@@ -2,13 +2,16 @@
 
 One :class:`StdioConnection` is one process. Messages go to its stdin and come from its stdout,
 one JSON document a line; its stderr is read as it comes (so the server never blocks on a full
-pipe) and logged at DEBUG, each line cut to :data:`MAX_STDERR_LINE` bytes. A reader task routes
+pipe) and logged at DEBUG, each line cut to :data:`MAX_STDERR_LINE` bytes; its last
+:data:`STDERR_TAIL` lines are kept, so that a process that dies says why. A reader task routes
 each answer to the request that waits for it by id, answers a server's ``ping`` (and refuses its
 other requests with the error the spec gives), and lets notifications go.
 
 The connection knows nothing of sessions or tools: :mod:`amends_toolkit.actors._mcp_stdio`
-drives it. Its failures are :class:`ProcessEnded` (no answer will ever come) and
-:class:`~amends_toolkit.protocols.mcp._jsonrpc.ProtocolError` (an answer that is not MCP).
+drives it. Its failures are :class:`StartFailed` (the command could not be started, saying
+which and why), :class:`ProcessEnded` (no answer will ever come; for a process that died by
+itself, its exit code and the last lines of its stderr, which a WARNING log line carries too)
+and :class:`~amends_toolkit.protocols.mcp._jsonrpc.ProtocolError` (an answer that is not MCP).
 
 How the process ends (the spec's stdio shutdown): its stdin is closed, then it is terminated,
 then killed, each step waited for a bounded time and shielded from cancellation.
@@ -16,10 +19,13 @@ then killed, each step waited for a bounded time and shielded from cancellation.
 
 from __future__ import annotations
 
+import errno
 import itertools
 import json
 import os
+import signal
 import sys
+from collections import deque
 from contextlib import asynccontextmanager, suppress
 from typing import TYPE_CHECKING, Final
 
@@ -56,7 +62,9 @@ __all__ = (
     "MAX_LINE",
     "MAX_STDERR_LINE",
     "TERMINATE_GRACE",
+    "STDERR_TAIL",
     "ProcessEnded",
+    "StartFailed",
     "StdioConnection",
     "default_environment",
 )
@@ -69,6 +77,9 @@ MAX_LINE: Final = 32 * 1024 * 1024
 MAX_STDERR_LINE: Final = 4096
 """The most of one stderr line that is logged; the rest of a longer line is logged apart."""
 
+STDERR_TAIL: Final = 10
+"""How many of the last stderr lines a process that died is reported with."""
+
 CLOSE_GRACE: Final = 2.0
 """Seconds a server has to exit once its stdin is closed, before it is terminated."""
 
@@ -77,6 +88,10 @@ TERMINATE_GRACE: Final = 2.0
 
 CANCEL_NOTICE_TIMEOUT: Final = 1.0
 """The longest a cancelled request waits to send its ``notifications/cancelled``."""
+
+ENDING_GRACE: Final = 1.0
+"""Seconds a process whose output ended has to exit and finish its stderr, so that its exit
+code and last words reach the error."""
 
 _INHERITED: Final = (
     (
@@ -115,6 +130,37 @@ class ProcessEnded(Exception):
     """The server process ended, closed its output, or stopped reading: no answer will come."""
 
 
+class StartFailed(OSError):
+    """The server's command could not be started; the message says which command and why."""
+
+
+def _start_failed(command: str, cwd: str | os.PathLike[str] | None, error: OSError) -> StartFailed:
+    """What a host reads when a server will not start: the command, the cause, the fix."""
+    cause = error.strerror or str(error)
+    if error.errno == errno.ENOENT and cwd is not None and not os.path.isdir(cwd):
+        why = f"its working directory {os.fspath(cwd)!r} does not exist"
+    elif error.errno == errno.ENOENT:
+        why = f"{cause} (give the program's full path, or install it on the PATH)"
+    elif error.errno == errno.EACCES:
+        why = f"{cause} (is it an executable file?)"
+    else:
+        why = cause
+    failure = StartFailed(f"could not start the server command {command!r}: {why}")
+    failure.errno = error.errno
+    return failure
+
+
+def _exit(code: int | None) -> str:
+    if code is None:
+        return "still running"
+    if code < 0:
+        try:
+            return f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exit code {code}"
+
+
 class _Pending:
     """A request that waits for its answer (or for the end of the process)."""
 
@@ -148,6 +194,9 @@ class StdioConnection:
         self._closing = False
         self._crash: str | None = None
         self._scope: anyio.CancelScope | None = None
+        self._gone = anyio.Event()
+        self._stderr_tail: deque[str] = deque(maxlen=STDERR_TAIL)
+        self._stderr_ended = anyio.Event()
 
     @classmethod
     @asynccontextmanager
@@ -164,14 +213,18 @@ class StdioConnection:
         """Start the server and hold it; at the end, end it (bounded and shielded).
 
         Raises:
-            OSError: the command could not be started (no such file, not executable).
+            StartFailed: the command could not be started (no such file, not executable), an
+                ``OSError`` naming the command and why.
             ProcessEnded: on leaving, when the process ended by itself while it was held: the
                 body was cancelled (so every request in it ended) and its holder should fail.
         """
         environment = default_environment()
         if env is not None:
             environment.update(env)
-        process = await anyio.open_process([command, *args], env=environment, cwd=cwd)
+        try:
+            process = await anyio.open_process([command, *args], env=environment, cwd=cwd)
+        except OSError as error:
+            raise _start_failed(command, cwd, error) from error
         connection = cls(process, name=name, write_timeout=write_timeout)
         _log.info("mcp.stdio_started", source=name, pid=process.pid)
         try:
@@ -244,11 +297,12 @@ class StdioConnection:
                 "notifications/cancelled", {"requestId": id, "reason": "the caller gave up"}
             )
 
-    async def _send(self, message: Mapping[str, JsonValue]) -> None:
+    async def _send(self, message: Mapping[str, JsonValue], *, by_reader: bool = False) -> None:
         if self._ended is not None:
             raise ProcessEnded(self._ended)
         line = encode(message) + b"\n"
         async with self._write_lock:
+            broken = False
             # A write cut by a cancellation would leave half a message on the pipe and every
             # later message unreadable: it runs to its end, or ends the process.
             with anyio.CancelScope(shield=True) as scope:
@@ -256,8 +310,15 @@ class StdioConnection:
                 try:
                     await self._process.stdin.send(line)  # type: ignore[union-attr]
                 except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
-                    self._end("the server process closed its input")
-                    raise ProcessEnded(self._ended) from None
+                    broken = True
+            if broken:
+                if not by_reader:
+                    # A closed input most often means a process that died: its output ends
+                    # next, and the reader then says how (exit code, stderr). Bounded.
+                    with anyio.move_on_after(2 * ENDING_GRACE, shield=True):
+                        await self._gone.wait()
+                self._end("the server process closed its input")
+                raise ProcessEnded(self._ended)
             if scope.cancelled_caught:
                 self._end(f"the server process read no input for {self._write_timeout} seconds")
                 raise ProcessEnded(self._ended)
@@ -286,13 +347,19 @@ class StdioConnection:
                 break
             await self._dispatch(line.rstrip(b"\r"))
         if not self._closing:
-            with anyio.move_on_after(CANCEL_NOTICE_TIMEOUT):
+            # How it ended, and its last words: the exit code and the rest of its stderr.
+            with anyio.move_on_after(ENDING_GRACE):
                 await self._process.wait()
-            if self._process.returncode is not None:
-                why = f"{why} (exit code {self._process.returncode})"
+                await self._stderr_ended.wait()
         self._end(why)
 
     async def _read_stderr(self) -> None:
+        try:
+            await self._read_stderr_lines()
+        finally:
+            self._stderr_ended.set()
+
+    async def _read_stderr_lines(self) -> None:
         stream = BufferedByteReceiveStream(self._stderr)
         while True:
             try:
@@ -311,6 +378,7 @@ class StdioConnection:
                 text = line[start : start + MAX_STDERR_LINE].decode(errors="replace").rstrip("\r")
                 if text.strip():
                     _log.debug("mcp.stdio_stderr", source=self._name, line=text)
+                    self._stderr_tail.append(text)
 
     @property
     def _stdout(self) -> ByteReceiveStream:
@@ -360,7 +428,7 @@ class StdioConnection:
             _log.info("mcp.server_request_refused", source=self._name, method=message.method)
             reply = error_response(message.id, METHOD_NOT_FOUND, "Method not found")
         with suppress(ProcessEnded):
-            await self._send(reply)
+            await self._send(reply, by_reader=True)
 
     def _garbage(self, line: bytes, error: ProtocolError) -> None:
         """A line that is no JSON-RPC: the request it names (if any) fails, else it is skipped.
@@ -386,15 +454,27 @@ class StdioConnection:
 
     def _end(self, why: str) -> None:
         """No answer will come any more: every waiter is told; unless the holder is ending the
-        process, the holder's task group is cancelled so the holder fails with :class:`ProcessEnded`."""
+        process, the holder's task group is cancelled so the holder fails with :class:`ProcessEnded`.
+
+        Waiters are told first, so a request that waits reads why rather than its cancellation.
+        """
         if self._ended is None:
-            self._ended = why
-            if not self._closing:
-                _log.warning("mcp.stdio_ended", source=self._name, reason=why)
-                self._crash = why
+            if self._closing:
+                self._ended = why
+            else:
+                code, tail = self._process.returncode, list(self._stderr_tail)
+                _log.warning(
+                    "mcp.stdio_ended", source=self._name, reason=why, exit=_exit(code), stderr=tail
+                )
+                said = "\n".join(f"  | {line}" for line in tail)
+                self._ended = self._crash = f"{why} ({_exit(code)}); " + (
+                    f"the last lines of its stderr:\n{said}" if tail else "nothing on its stderr"
+                )
+                self._settle_all(self._ended)
                 if self._scope is not None:
                     self._scope.cancel()
-        self._settle_all(why)
+            self._gone.set()
+        self._settle_all(self._ended or why)
 
     def _settle_all(self, why: str) -> None:
         if self._ended is None:

@@ -1,0 +1,73 @@
+"""The host's client, as every HTTP-speaking source takes it: checked when a source is built, and
+its network failures described for the host.
+
+A source takes an ``httpx.AsyncClient`` or an ``httpx2.AsyncClient``. A sync client (``httpx.Client``)
+has the same methods but blocks, and would fail only at the first call, deep inside: it is
+refused when the source is built, with the fix. A request that failed on the network is told to
+the host as where it went (scheme, host, port and path: no credentials, no query) and why (a
+name that does not resolve, a refused connection), which the client's own message does not say.
+"""
+
+from __future__ import annotations
+
+import socket
+import sys
+from typing import Final
+from urllib.parse import urlsplit
+
+__all__ = ("check_client", "network_failure", "where")
+
+_FIX: Final = (
+    "give an httpx.AsyncClient (or an httpx2.AsyncClient), as in "
+    "`async with httpx.AsyncClient(headers=...) as client:`"
+)
+
+
+def check_client(client: object) -> None:
+    """Refuse what is not an async httpx-style client, naming the fix.
+
+    Raises:
+        TypeError: a sync ``httpx.Client`` (or ``httpx2.Client``), or no client at all.
+    """
+    for module in ("httpx", "httpx2"):
+        loaded = sys.modules.get(module)
+        if loaded is not None and isinstance(client, loaded.Client):
+            raise TypeError(f"client is a sync {module}.Client, which would block: {_FIX}")
+    if not callable(getattr(client, "stream", None)):
+        raise TypeError(f"client must be an async HTTP client, not {type(client).__name__}: {_FIX}")
+
+
+def where(url: str) -> str:
+    """The URL a host may read in a message: scheme, host, port and path (no user, no query)."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    port = f":{parts.port}" if parts.port is not None else ""
+    return f"{parts.scheme}://{host}{port}{parts.path}"
+
+
+def network_failure(method: str, url: str, error: BaseException) -> str:
+    """What a host reads of a request that did not reach the server: where it went, and why."""
+    return f"{method} {where(url)} failed: {type(error).__name__}: {_cause(error)}"
+
+
+def _cause(error: BaseException) -> str:
+    """The cause under the client's error: a name that does not resolve, a refused connection.
+
+    The client wraps it (in its own error, an ``OSError``, an exception group of attempts).
+    """
+    found: list[BaseException] = []
+    todo: list[BaseException] = [error]
+    while todo and len(found) < 20:
+        current = todo.pop()
+        found.append(current)
+        todo += [e for e in (current.__cause__, current.__context__) if e is not None]
+        todo += [e for e in getattr(current, "exceptions", ()) if isinstance(e, BaseException)]
+    for cause in found:
+        if isinstance(cause, socket.gaierror):
+            return f"the host name could not be resolved ({cause.strerror or cause})"
+    for cause in found:
+        if isinstance(cause, ConnectionRefusedError):
+            return "the connection was refused (nothing listens at that address)"
+    return str(error) or type(error).__name__
