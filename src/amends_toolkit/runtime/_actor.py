@@ -241,7 +241,7 @@ class ActorRef:
         """Why a stopped actor answers no more: for one given up, its last crash (for the host)."""
         if self._state != "failed":
             return "the source is stopped"
-        return f"the source gave up after {self._restarts} restarts; its last crash: {self._last_crash}"
+        return f"the source gave up; its last crash: {self._last_crash}"
 
     def _drain(self) -> None:
         why = self._why_stopped()
