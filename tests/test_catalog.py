@@ -99,3 +99,22 @@ def test_an_operation_error_names_the_stored_key_and_says_what_its_check_found()
         )
     with pytest.raises(at.CatalogError, match=r"placeholders .* @ \$\.request$"):
         at.catalog.load(at.http.Operation, {**data, "request": {**request, "path": "/items"}})
+
+
+def test_a_list_read_from_one_object_says_how_to_read_one() -> None:
+    stored = {"name": "list_tasks", "description": "", "inputSchema": {"type": "object"}}
+    with pytest.raises(at.CatalogError) as caught:
+        at.catalog.load(list[at.ToolDefinition], stored)
+    assert str(caught.value) == (
+        "cannot read list[ToolDefinition]: expected a JSON array, got an object; "
+        "to read one, use at.catalog.load(at.ToolDefinition, data)"
+    )
+
+
+def test_an_item_that_is_not_an_object_is_named_by_its_place() -> None:
+    stored = {"name": "list_tasks", "description": "", "inputSchema": {"type": "object"}}
+    with pytest.raises(at.CatalogError) as caught:
+        at.catalog.load(list[at.ToolDefinition], [stored, "list_tasks"])
+    assert str(caught.value) == (
+        "cannot read list[ToolDefinition]: invalid value for type, expected ToolDefinition @ $[1]"
+    )

@@ -9,7 +9,8 @@ that names it. Modules above this one (HTTP operations) register their classes w
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any, TypeVar, cast, get_args, overload
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, TypeVar, cast, get_args, get_origin, overload
 
 import cattrs
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
@@ -17,6 +18,7 @@ from cattrs.v import format_exception
 
 from amends_toolkit._definitions import Annotations, Decision, ToolDefinition
 from amends_toolkit._errors import CatalogError
+from amends_toolkit._json import kind
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -90,9 +92,14 @@ def register(cls: type[Any], *, omit_none: bool = False, **overrides: Any) -> No
             return {key: item for key, item in base(value).items() if item is not None}
 
     _converter.register_unstructure_hook(cls, unstructure)
-    _converter.register_structure_hook(
-        cls, make_dict_structure_fn(cls, _converter, _cattrs_forbid_extra_keys=True, **fields)
-    )
+    structure = make_dict_structure_fn(cls, _converter, _cattrs_forbid_extra_keys=True, **fields)
+
+    def structure_object(value: object, type_: type[Any]) -> Any:
+        if not isinstance(value, dict):
+            raise TypeError(f"expected a JSON object, got {kind(value)}")
+        return structure(value, type_)
+
+    _converter.register_structure_hook(cls, structure_object)
 
 
 register(Annotations, omit_none=True)
@@ -127,9 +134,16 @@ def load(cls: object, data: object) -> object:
         CatalogError: an unknown key, a missing key or a value of the wrong type, named by its
             path in the data (``$.annotations.readOnly``).
     """
-    name = "Decision" if cls is Decision else getattr(cls, "__name__", repr(cls))
+    name = _name(cls)
     if hasattr(cls, "__attrs_attrs__") and not isinstance(data, dict):
-        raise CatalogError(f"cannot read {name}: expected a JSON object, got {type(data).__name__}")
+        raise CatalogError(f"cannot read {name}: expected a JSON object, got {kind(data)}")
+    origin = get_origin(cls)
+    if isinstance(origin, type) and issubclass(origin, Sequence) and not isinstance(data, list):
+        one = _name(get_args(cls)[0]) if get_args(cls) else "one value"
+        raise CatalogError(
+            f"cannot read {name}: expected a JSON array, got {kind(data)}"
+            + (f"; to read one, use at.catalog.load(at.{one}, data)" if isinstance(data, dict) else "")
+        )
     try:
         return _converter.structure(data, cast("type[object]", cls))
     except cattrs.BaseValidationError as error:
@@ -140,11 +154,21 @@ def load(cls: object, data: object) -> object:
     raise CatalogError(f"cannot read {name}: {details}")
 
 
-def _explain(error: BaseException, kind: type | None) -> str:
+def _name(cls: object) -> str:
+    """How a message names what it reads: ``ToolDefinition``, ``list[ToolDefinition]``."""
+    if cls is Decision:
+        return "Decision"
+    args = get_args(cls)
+    if args and get_origin(cls) is not None:
+        return f"{_name(get_origin(cls))}[{', '.join(_name(arg) for arg in args)}]"
+    return str(getattr(cls, "__name__", repr(cls)))
+
+
+def _explain(error: BaseException, type_: type | None) -> str:
     # A class's own check (a path that its parameters do not match) says more than its type.
     if isinstance(error, ValueError) and str(error):
         return f"invalid value ({error})"
-    return format_exception(error, kind)
+    return format_exception(error, type_)
 
 
 def _json_path(line: str) -> str:

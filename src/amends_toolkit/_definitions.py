@@ -6,9 +6,9 @@ from typing import Literal, TypeAlias
 
 import attrs
 
-from amends_toolkit._json import JsonObject, JsonValue
+from amends_toolkit._json import JsonObject, JsonValue, kind
 
-__all__ = ("Annotations", "Decision", "JsonValue", "ToolDefinition")
+__all__ = ("Annotations", "Decision", "JsonValue", "ToolDefinition", "schema_problem")
 
 Decision: TypeAlias = Literal["allow", "approve", "block"]
 """What a host's policy says of a tool: the model may call it, a person must approve each call,
@@ -29,6 +29,20 @@ class Annotations:
     open_world: bool | None = None
 
 
+def schema_problem(schema: object) -> str | None:
+    """What keeps ``schema`` from being a tool's parameters (a JSON Schema with an object root),
+    or ``None``. A schema that names no ``type`` is taken as it is: an input is an object anyway.
+    """
+    if not isinstance(schema, dict):
+        return f"is {kind(schema)}, not a JSON Schema (a dict)"
+    if "type" in schema and schema["type"] != "object":
+        return (
+            f"has the root type {schema['type']!r}: a tool takes a JSON object, so its schema's "
+            'root is {"type": "object", "properties": {...}}'
+        )
+    return None
+
+
 @attrs.frozen(kw_only=True)
 class ToolDefinition:
     """A tool: its name, a description, its parameters as a JSON Schema with an object root
@@ -40,9 +54,19 @@ class ToolDefinition:
     name: str
     description: str
     input_schema: JsonObject = attrs.field(hash=False)
-    annotations: Annotations = Annotations()
+    annotations: Annotations = attrs.field(default=Annotations())
 
     @input_schema.validator
     def _check_schema(self, _attribute: object, value: object) -> None:
-        if not isinstance(value, dict):
-            raise TypeError(f"input_schema of {self.name!r} must be a JSON object (a dict)")
+        problem = schema_problem(value)
+        if problem is not None:
+            raise TypeError(f"the input_schema of {self.name!r} {problem}")
+
+    @annotations.validator
+    def _check_annotations(self, _attribute: object, value: object) -> None:
+        if not isinstance(value, Annotations):
+            raise TypeError(
+                f"the annotations of {self.name!r} must be an at.Annotations, not a {type(value).__name__}: "
+                "give at.Annotations(read_only=True, ...), or read stored JSON (readOnly, ...) "
+                "with at.catalog.load(at.ToolDefinition, data)"
+            )

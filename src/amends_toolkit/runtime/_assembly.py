@@ -34,8 +34,32 @@ _OTHER = re.compile(r"[^A-Za-z0-9_-]")
 _DECISIONS = frozenset(("allow", "approve", "block"))
 
 
+def _shown(value: object) -> str:
+    shown = repr(value)
+    return shown if len(shown) <= 80 else shown[:79] + "…"
+
+
 def _as_tuple(definitions: Iterable[ToolDefinition]) -> tuple[ToolDefinition, ...]:
-    return tuple(definitions)
+    if isinstance(definitions, str | bytes | dict):
+        raise TypeError(
+            f"definitions must be a list of at.ToolDefinition values, not {_shown(definitions)}"
+        )
+    held = tuple(definitions)
+    for definition in held:
+        if not isinstance(definition, ToolDefinition):
+            raise TypeError(
+                f"definitions must be at.ToolDefinition values, not {_shown(definition)}; "
+                "read stored catalog JSON with at.catalog.load(list[at.ToolDefinition], data)"
+            )
+    return held
+
+
+def _check_source(_member: object, _attribute: object, source: object) -> None:
+    if not isinstance(source, ToolSource):
+        raise TypeError(
+            f"source must be a tool source (such as the ActorRef runtime.spawn gives), "
+            f"not {_shown(source)}"
+        )
 
 
 @attrs.frozen
@@ -45,10 +69,15 @@ class Member:
     Attributes:
         source: Any :class:`~amends_toolkit.ToolSource`, often the ``ActorRef`` of a spawned
             source. Assembly reads only its ``name``; calls reach it later.
-        definitions: The tools the host stored for it (its catalog), in catalog order.
+        definitions: The tools the host stored for it (its catalog), in catalog order:
+            ``at.ToolDefinition`` values (stored JSON is read with ``at.catalog.load``).
+
+    Raises:
+        TypeError: a source that is no ToolSource, or definitions that are not
+            ``at.ToolDefinition`` values (such as catalog JSON not read back), naming the fix.
     """
 
-    source: ToolSource
+    source: ToolSource = attrs.field(validator=_check_source)
     definitions: Sequence[ToolDefinition] = attrs.field(converter=_as_tuple)
 
 
@@ -103,10 +132,17 @@ def assemble(
     Raises:
         NameClash: tools that would still share one name, every clash at once.
         ValueError: ``max_name_length`` is below 16, or ``decide`` gave no Decision.
+        TypeError: a member that is not an ``at.Member`` (a source given bare), the message
+            naming the fix.
     """
     _check_limit(max_name_length)
     entries: list[ToolEntry] = []
     for member in members:
+        if not isinstance(member, Member):
+            raise TypeError(
+                f"members must be at.Member values, not {_shown(member)}: give each source with "
+                "its definitions, as in at.assemble([at.Member(ref, await ref.discover())], decide)"
+            )
         source = member.source
         source_name = source.name
         for definition in member.definitions:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import attrs
 
-from amends_toolkit._definitions import Annotations, ToolDefinition
+from amends_toolkit._definitions import Annotations, ToolDefinition, schema_problem
 from amends_toolkit.protocols.mcp._headers import HeaderMark, InvalidMarks, read_marks
 from amends_toolkit.protocols.mcp._jsonrpc import ProtocolError
 
@@ -90,8 +90,9 @@ def _read_tool(tool: JsonValue, *, check_marks: bool) -> ListedTool | RejectedTo
     if not isinstance(tool, dict) or not isinstance(name := tool.get("name"), str) or not name:
         return RejectedTool(name="?", reason="a listed tool has no name")
     schema = tool.get("inputSchema")
-    if not isinstance(schema, dict):
-        return RejectedTool(name=name, reason="its inputSchema is not an object")
+    problem = schema_problem(schema)
+    if problem is not None or not isinstance(schema, dict):
+        return RejectedTool(name=name, reason=f"its inputSchema {problem}")
     marks: tuple[HeaderMark, ...] = ()
     if check_marks:
         try:
