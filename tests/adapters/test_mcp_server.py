@@ -494,7 +494,9 @@ async def test_a_schema_mcp_cannot_list_leaves_that_tool_out_alone(
     odd = [
         at.ToolDefinition(name="shout", description="No type.", input_schema={"properties": {}}),
         at.ToolDefinition(
-            name="count", description="Not an object.", input_schema={"type": "string"}
+            name="count",
+            description="Malformed properties.",
+            input_schema={"type": "object", "properties": "none"},
         ),
         at.ToolDefinition(name="list", description="List.", input_schema=EMPTY),
     ]

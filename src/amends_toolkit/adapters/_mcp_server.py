@@ -6,7 +6,9 @@ The front itself is :mod:`amends_toolkit.adapters.mcp_front`, imported when this
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
+
+from amends_toolkit._extras import missing_extra
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -16,6 +18,9 @@ if TYPE_CHECKING:
     from amends_toolkit.runtime._session import Approve, OnError
 
 __all__ = ("mcp_server",)
+
+_SDK: Final = ("mcp", "mcp_types")
+"""The modules of the official SDK, which the ``mcp-server`` extra installs."""
 
 
 def mcp_server(
@@ -63,12 +68,18 @@ def mcp_server(
         serves it over stdin and stdout.
 
     Raises:
-        ModuleNotFoundError: the ``mcp`` SDK is not installed (the ``mcp-server`` extra).
+        ModuleNotFoundError: the ``mcp`` SDK is not installed; the message names the
+            ``pip install`` line of the ``mcp-server`` extra.
         TypeError: ``toolkit`` is no Toolkit.
         ValueError: ``timeout`` is not a positive number of seconds.
     """
     # Imported here so that amends_toolkit.adapters imports without the optional SDK.
-    from amends_toolkit.adapters.mcp_front import ToolkitServer
+    try:
+        from amends_toolkit.adapters.mcp_front import ToolkitServer
+    except ModuleNotFoundError as error:
+        raise missing_extra(
+            error, extra="mcp-server", modules=_SDK, needed_by="at.adapters.mcp_server"
+        ) from error
 
     return ToolkitServer(
         toolkit,

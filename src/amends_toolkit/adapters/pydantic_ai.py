@@ -12,12 +12,21 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from pydantic_ai.exceptions import ApprovalRequired
-from pydantic_ai.tools import AgentDepsT, ToolDefinition
-from pydantic_ai.toolsets import AbstractToolset, ToolsetTool
-from pydantic_core import SchemaValidator, core_schema
-
+from amends_toolkit._extras import missing_extra
 from amends_toolkit.runtime import Session, Toolkit
+
+try:
+    from pydantic_ai.exceptions import ApprovalRequired
+    from pydantic_ai.tools import AgentDepsT, ToolDefinition
+    from pydantic_ai.toolsets import AbstractToolset, ToolsetTool
+    from pydantic_core import SchemaValidator, core_schema
+except ModuleNotFoundError as error:
+    raise missing_extra(
+        error,
+        extra="pydantic-ai",
+        modules=("pydantic_ai", "pydantic_core"),
+        needed_by="amends_toolkit.adapters.pydantic_ai",
+    ) from error
 
 if TYPE_CHECKING:
     from pydantic_ai import RunContext

@@ -17,6 +17,7 @@ import textwrap
 import traceback
 from typing import TYPE_CHECKING, Protocol
 
+from amends_toolkit._extras import missing_extra
 from amends_toolkit._log import get_logger
 from amends_toolkit.presentations._declarations import identifier
 
@@ -279,7 +280,12 @@ class MontyRuntime:
         self._pool: object | None = None
 
     async def __aenter__(self) -> Self:
-        import pydantic_monty
+        try:
+            import pydantic_monty
+        except ModuleNotFoundError as error:
+            raise missing_extra(
+                error, extra="monty", modules=("pydantic_monty",), needed_by="at.MontyRuntime"
+            ) from error
 
         pool = pydantic_monty.AsyncMonty(max_processes=self._max_processes)
         await pool.__aenter__()
