@@ -10,7 +10,7 @@ import amends_toolkit as at
 SURFACE = {
     "ActorRef", "ActorStatistics", "Annotations", "AuthenticationError", "CallFailedError",
     "CatalogError", "CodeRuntime", "Decision", "Failure", "InProcessRuntime",
-    "InvalidInputError", "InvalidResponseError", "JsonObject", "JsonValue", "Member",
+    "InvalidInputError", "InvalidResponseError", "JsonInput", "JsonObject", "JsonValue", "Member",
     "MontyRuntime", "NameClash", "NotFoundError", "Restart", "Runtime", "Session", "Tool",
     "ToolDefinition", "ToolEntry", "ToolResult", "ToolSource", "ToolSourceError", "Toolkit",
     "UnavailableError", "UnknownError", "UnsupportedError", "adapters", "assemble", "catalog",
@@ -49,3 +49,19 @@ def test_importing_the_package_loads_no_optional_dependency() -> None:
         [sys.executable, "-c", script], capture_output=True, text=True, check=True
     ).stdout.strip()
     assert loaded == "[]"
+
+
+def test_the_version_is_the_one_the_package_is_built_with() -> None:
+    import re
+    from pathlib import Path
+
+    pyproject = (Path(__file__).parents[1] / "pyproject.toml").read_text()
+    assert 'dynamic = ["version"]' in pyproject
+    assert 'path = "src/amends_toolkit/__init__.py"' in pyproject
+    assert re.fullmatch(r"\d+\.\d+\.\d+", at.__version__)
+
+
+def test_the_package_docstring_is_a_map_of_it() -> None:
+    assert at.__doc__ is not None
+    missing = [name for name in at.__all__ if f"at.{name}" not in at.__doc__]
+    assert not missing

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import TypeAlias
 
 JsonValue: TypeAlias = bool | int | float | str | list["JsonValue"] | dict[str, "JsonValue"] | None
@@ -9,6 +10,12 @@ JsonValue: TypeAlias = bool | int | float | str | list["JsonValue"] | dict[str, 
 
 JsonObject: TypeAlias = dict[str, JsonValue]
 """A JSON object: a tool's input, a schema."""
+
+JsonInput: TypeAlias = (
+    bool | int | float | str | Sequence["JsonInput"] | Mapping[str, "JsonInput"] | None
+)
+"""A tool's input as a host gives it: JSON in read-only (covariant) containers, so that a
+``dict[str, str]`` or a ``dict[str, list[int]]`` is one, where a :data:`JsonObject` is not."""
 
 
 def kind(value: object) -> str:

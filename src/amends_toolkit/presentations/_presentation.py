@@ -14,12 +14,12 @@ from amends_toolkit.runtime import Toolkit
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
-    from amends_toolkit._json import JsonValue
+    from amends_toolkit._json import JsonInput, JsonValue
 
 __all__ = ("call", "merge", "restrict")
 
 
-async def call(toolkit: Toolkit, name: str, input: JsonValue) -> JsonValue:
+async def call(toolkit: Toolkit, name: str, input: JsonInput) -> JsonValue:
     """Run a tool of ``toolkit`` and give its result as JSON; a tool that gives nothing gives None.
 
     The input is checked and the tool runs as ``toolkit.call`` runs it; no approval is asked,

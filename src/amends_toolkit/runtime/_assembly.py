@@ -54,7 +54,7 @@ def _as_tuple(definitions: Iterable[ToolDefinition]) -> tuple[ToolDefinition, ..
     return held
 
 
-def _check_source(_member: object, _attribute: object, source: object) -> None:
+def _check_source(_member: object, _attribute: object, source: ToolSource) -> None:
     if not isinstance(source, ToolSource):
         raise TypeError(
             f"source must be a tool source (such as the ActorRef runtime.spawn gives), "

@@ -17,12 +17,12 @@ import anyio
 from amends_toolkit._errors import Failure, ToolSourceError, UnavailableError
 from amends_toolkit._json import JsonObject
 from amends_toolkit._log import get_logger
-from amends_toolkit.runtime._toolkit import ToolResult, not_found, refused, run_entry
+from amends_toolkit.runtime._toolkit import ToolResult, as_json, not_found, refused, run_entry
 
 if TYPE_CHECKING:
     from types import TracebackType
 
-    from amends_toolkit._json import JsonValue
+    from amends_toolkit._json import JsonInput, JsonValue
     from amends_toolkit.runtime._toolkit import Toolkit
 
 __all__ = ("Approve", "OnError", "Session")
@@ -121,7 +121,7 @@ class Session:
         for scope in self._calls:
             scope.cancel()
 
-    async def call(self, name: str, input: JsonValue) -> JsonValue:
+    async def call(self, name: str, input: JsonInput) -> JsonValue:
         """Run a tool as the agent asked and give the JSON the model reads.
 
         Failures are results (see :meth:`amends_toolkit.Toolkit.call`); a refused approval is an
@@ -134,7 +134,7 @@ class Session:
         """
         return (await self.invoke(name, input)).value
 
-    async def invoke(self, name: str, input: JsonValue) -> ToolResult:
+    async def invoke(self, name: str, input: JsonInput) -> ToolResult:
         """Run a tool as :meth:`call` does, and give the result with the error behind a failure."""
         if self._state == "new":
             raise RuntimeError("enter the Session (async with) before calling its tools")
@@ -151,11 +151,12 @@ class Session:
         await anyio.lowlevel.checkpoint_if_cancelled()
         raise anyio.ClosedResourceError
 
-    async def _run(self, name: str, input: JsonValue) -> ToolResult:
+    async def _run(self, name: str, given: JsonInput) -> ToolResult:
         try:
             entry = self._toolkit.entry(name)
         except KeyError:
             return not_found()
+        input = as_json(given)
         problem = entry.check(input)
         if problem is not None:
             return refused(problem)

@@ -31,12 +31,12 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from types import MappingProxyType
-from typing import TYPE_CHECKING, TypeAlias
+from typing import TYPE_CHECKING, TypeAlias, cast
 
 import attrs
 
 from amends_toolkit._errors import Failure, NameClash, NotFoundError, ToolSourceError, UnknownError
-from amends_toolkit._json import JsonObject, JsonValue
+from amends_toolkit._json import JsonInput, JsonObject, JsonValue
 from amends_toolkit._log import get_logger
 from amends_toolkit.runtime._validation import InputValidator, validator_for
 
@@ -247,7 +247,7 @@ class Toolkit:
     def __repr__(self) -> str:
         return f"<Toolkit of {len(self._entries)} tools>"
 
-    async def call(self, name: str, input: JsonValue) -> JsonValue:
+    async def call(self, name: str, input: JsonInput) -> JsonValue:
         """Run a tool and give the JSON the model reads; never raises for a failure.
 
         The input must be an object that matches the tool's schema, or the source never sees it.
@@ -258,16 +258,23 @@ class Toolkit:
         """
         return (await self.invoke(name, input)).value
 
-    async def invoke(self, name: str, input: JsonValue) -> ToolResult:
+    async def invoke(self, name: str, input: JsonInput) -> ToolResult:
         """Run a tool as :meth:`call` does, and give the result with the error behind a failure."""
         entry = self._entries.get(name)
         if entry is None:
             return not_found()
-        problem = entry.check(input)
+        value = as_json(input)
+        problem = entry.check(value)
         if problem is not None:
             return refused(problem)
-        assert isinstance(input, dict)  # check() refuses anything but an object
-        return await run_entry(entry, input)
+        assert isinstance(value, dict)  # check() refuses anything but an object
+        return await run_entry(entry, value)
+
+
+def as_json(input: JsonInput) -> JsonValue:
+    """A host's input as the JSON a check reads: the same object, which the check refuses unless
+    it is a dict of JSON (a tuple or another mapping is no JSON a model could send)."""
+    return cast("JsonValue", input)
 
 
 def not_found() -> ToolResult:
