@@ -1,0 +1,66 @@
+"""The README's logging recipe works: with it, a host's console shows each event's fields (and a
+defect's traceback), which the standard formatter leaves out. The test runs the recipe as the
+README has it."""
+
+from __future__ import annotations
+
+import logging
+import re
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import amends_toolkit as at
+
+README = Path(__file__).parents[1] / "README.md"
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def recipe() -> str:
+    """The first Python block of the README's Logging section."""
+    section = README.read_text().split("\n## Logging\n", 1)[1].split("\n## ", 1)[0]
+    return section.split("```python\n", 1)[1].split("```", 1)[0]
+
+
+@pytest.fixture
+def console(capsys: pytest.CaptureFixture[str]) -> Iterator[pytest.CaptureFixture[str]]:
+    logger = logging.getLogger("amends_toolkit")
+    handlers, level = list(logger.handlers), logger.level
+    try:
+        yield capsys
+    finally:
+        logger.handlers[:] = handlers
+        logger.setLevel(level)
+
+
+CRASH = (
+    "import sys\n"
+    "print('files server 1.0 starting', file=sys.stderr)\n"
+    "import files_server_dependency\n"
+)
+
+
+@pytest.mark.anyio
+async def test_the_readme_recipe_shows_each_events_fields(
+    console: pytest.CaptureFixture[str],
+) -> None:
+    exec(compile(recipe(), "README.md", "exec"), {})
+    source = at.mcp.stdio(name="files", command=sys.executable, args=["-c", CRASH])
+    async with at.Runtime() as runtime:
+        files = await runtime.spawn(source, restart=at.Restart(intensity=0))
+        with pytest.raises(at.UnavailableError):
+            await files.discover()
+    shown = ANSI.sub("", console.readouterr().err)
+    [ended] = [line for line in shown.splitlines() if "mcp.stdio_ended" in line]
+    assert ended.startswith("[warning  ] mcp.stdio_ended")
+    assert "exit='exit code 1'" in ended
+    assert "reason='the server process closed its output'" in ended
+    assert "source=files" in ended
+    assert "'files server 1.0 starting'" in ended
+    assert "ModuleNotFoundError: No module named 'files_server_dependency'" in ended
+    # The crash of the actor is shown with its traceback, plain (no frame's locals).
+    assert "actor.crashed" in shown
+    assert "Traceback (most recent call last):" in shown
+    assert "╭" not in shown  # rich's frames, each with a table of its locals
