@@ -16,7 +16,6 @@ import amends_toolkit as at
 from amends_toolkit._extras import missing_extra
 
 
-
 def hide(monkeypatch: pytest.MonkeyPatch, missing: str, *importers: str) -> None:
     for name in [name for name in sys.modules if name.startswith(f"{missing}.")]:
         monkeypatch.delitem(sys.modules, name)

@@ -142,7 +142,11 @@ def load(cls: object, data: object) -> object:
         one = _name(get_args(cls)[0]) if get_args(cls) else "one value"
         raise CatalogError(
             f"cannot read {name}: expected a JSON array, got {kind(data)}"
-            + (f"; to read one, use at.catalog.load(at.{one}, data)" if isinstance(data, dict) else "")
+            + (
+                f"; to read one, use at.catalog.load(at.{one}, data)"
+                if isinstance(data, dict)
+                else ""
+            )
         )
     try:
         return _converter.structure(data, cast("type[object]", cls))

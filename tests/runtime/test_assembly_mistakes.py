@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 import amends_toolkit as at
+
 from .sources import Scripted
 
 STORED = {"name": "list_tasks", "description": "List.", "inputSchema": {"type": "object"}}
@@ -28,7 +29,7 @@ def test_definitions_given_as_catalog_json_are_refused_with_the_fix() -> None:
 
 
 def test_one_definition_as_a_dict_is_refused_too() -> None:
-    with pytest.raises(TypeError, match="definitions must be a list of at.ToolDefinition values"):
+    with pytest.raises(TypeError, match=r"definitions must be a list of at\.ToolDefinition values"):
         at.Member(Scripted("tasks"), STORED)  # type: ignore[arg-type]
 
 

@@ -54,9 +54,7 @@ def refusing_port() -> Iterator[int]:
 
 
 @pytest.mark.parametrize("kind", SOURCES)
-@pytest.mark.parametrize(
-    ("client", "module"), [(httpx.Client, "httpx"), (httpx2.Client, "httpx2")]
-)
+@pytest.mark.parametrize(("client", "module"), [(httpx.Client, "httpx"), (httpx2.Client, "httpx2")])
 def test_a_sync_client_is_refused_when_the_source_is_built(
     kind: str, client: Callable[[], object], module: str
 ) -> None:
