@@ -111,7 +111,8 @@ class SchemaIsNotJson(ReferenceSource):
 
 class SchemaHasNoObjectRoot(ReferenceSource):
     async def discover(self) -> Sequence[at.ToolDefinition]:
-        schema: at.JsonObject = {"type": "string"}
+        # No root type: a definition takes it (an input is an object anyway); the check does not.
+        schema: at.JsonObject = {"properties": {"text": {"type": "string"}}}
         return [
             at.ToolDefinition(name="echo", description="", input_schema=schema),
             *DEFINITIONS[1:],
