@@ -454,27 +454,29 @@ class StdioConnection:
 
     def _end(self, why: str) -> None:
         """No answer will come any more: every waiter is told; unless the holder is ending the
-        process, the holder's task group is cancelled so the holder fails with :class:`ProcessEnded`.
-
-        Waiters are told first, so a request that waits reads why rather than its cancellation.
-        """
+        process, the holder's task group is cancelled so the holder fails with :class:`ProcessEnded`."""
         if self._ended is None:
-            if self._closing:
-                self._ended = why
-            else:
-                code, tail = self._process.returncode, list(self._stderr_tail)
-                _log.warning(
-                    "mcp.stdio_ended", source=self._name, reason=why, exit=_exit(code), stderr=tail
-                )
-                said = "\n".join(f"  | {line}" for line in tail)
-                self._ended = self._crash = f"{why} ({_exit(code)}); " + (
-                    f"the last lines of its stderr:\n{said}" if tail else "nothing on its stderr"
-                )
-                self._settle_all(self._ended)
+            self._ended = why if self._closing else self._crashed(why)
+            # Waiters are told before the holder is cancelled, so that a waiting request reads
+            # why rather than its cancellation.
+            self._settle_all(self._ended)
+            if not self._closing:
+                self._crash = self._ended
                 if self._scope is not None:
                     self._scope.cancel()
             self._gone.set()
-        self._settle_all(self._ended or why)
+        self._settle_all(self._ended)
+
+    def _crashed(self, why: str) -> str:
+        """What the host reads of a process that ended by itself: why, how it exited, and its
+        last lines of stderr; logged at WARNING too, since the host may never call again."""
+        code, tail = self._process.returncode, list(self._stderr_tail)
+        _log.warning(
+            "mcp.stdio_ended", source=self._name, reason=why, exit=_exit(code), stderr=tail
+        )
+        said = "\n".join(f"  | {line}" for line in tail)
+        told = f"the last lines of its stderr:\n{said}" if tail else "nothing on its stderr"
+        return f"{why} ({_exit(code)}); {told}"
 
     def _settle_all(self, why: str) -> None:
         if self._ended is None:
