@@ -97,6 +97,7 @@ async def test_a_working_directory_that_does_not_exist_is_named(tmp_path: Path) 
 
 
 @pytest.mark.anyio
+@pytest.mark.parametrize("anyio_backend", ["asyncio", "trio"])
 async def test_a_server_that_crashes_on_import_gives_its_exit_code_and_stderr(
     warnings: Warnings,
 ) -> None:
@@ -143,6 +144,7 @@ async def test_only_the_last_lines_of_stderr_are_told() -> None:
 
 
 @pytest.mark.anyio
+@pytest.mark.parametrize("anyio_backend", ["asyncio", "trio"])
 async def test_a_server_that_dies_during_a_call_tells_the_call_why() -> None:
     async with spawned(python(str(SCRIPTED)), intensity=1) as ref:
         assert await ref.call("echo", {"a": 1}) == {"echo": {"a": 1}}

@@ -36,7 +36,7 @@ async def test_nested_containers_type_and_are_checked_as_json() -> None:
     failure = at.Failure.from_json(await toolkit.call("s__echo", words))
     assert failure is not None
     assert failure.code == "InvalidInputError"
-    # A mapping that is not a dict is no JSON object a model could send: refused, not run.
+    # What is not a dict is no JSON object a model could send: refused, not run.
     frozen: tuple[str, ...] = ("text",)
     refused = at.Failure.from_json(await toolkit.call("s__echo", frozen))
     assert refused is not None

@@ -272,8 +272,8 @@ class Toolkit:
 
 
 def as_json(input: JsonInput) -> JsonValue:
-    """A host's input as the JSON a check reads: the same object, which the check refuses unless
-    it is a dict of JSON (a tuple or another mapping is no JSON a model could send)."""
+    """A host's input as the check reads it: the same object, unchanged (the check refuses any
+    but a dict, as it refuses anything a model sends that is no JSON object)."""
     return cast("JsonValue", input)
 
 
