@@ -138,3 +138,16 @@ def test_the_public_surface_of_at_http_is_pinned() -> None:
         "make",
     )
     assert "http" in at.__all__
+
+
+def test_an_operation_of_plain_data_is_refused_with_the_fix() -> None:
+    definition = at.ToolDefinition(name="get", description="", input_schema={"type": "object"})
+    request = at.http.RequestTemplate(method="GET", path="/items")
+    with pytest.raises(ValueError, match=r"^definition must be an at\.ToolDefinition, not dict; "):
+        at.http.Operation(definition={"name": "get"}, request=request)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="^request must be") as caught:
+        at.http.Operation(definition=definition, request={"method": "GET", "path": "/items"})  # type: ignore[arg-type]
+    assert str(caught.value) == (
+        "request must be an at.http.RequestTemplate, not dict; "
+        "read stored catalog JSON with at.catalog.load(at.http.Operation, data)"
+    )

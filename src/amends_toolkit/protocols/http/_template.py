@@ -125,10 +125,29 @@ class Operation:
 
     It is data: ``at.catalog.dump(operation)`` gives the JSON a catalog stores, and
     ``at.catalog.load(at.http.Operation, data)`` reads it back.
+
+    Raises:
+        ValueError: a part given as plain data (a dict) rather than its class, naming the fix.
     """
 
-    definition: ToolDefinition
-    request: RequestTemplate
+    definition: ToolDefinition = attrs.field()
+    request: RequestTemplate = attrs.field()
+
+    @definition.validator
+    def _check_definition(self, _attribute: object, value: object) -> None:
+        if not isinstance(value, ToolDefinition):
+            raise ValueError(
+                f"definition must be an at.ToolDefinition, not {type(value).__name__}; read "
+                "stored catalog JSON with at.catalog.load(at.http.Operation, data)"
+            )
+
+    @request.validator
+    def _check_request(self, _attribute: object, value: object) -> None:
+        if not isinstance(value, RequestTemplate):
+            raise ValueError(
+                f"request must be an at.http.RequestTemplate, not {type(value).__name__}; read "
+                "stored catalog JSON with at.catalog.load(at.http.Operation, data)"
+            )
 
 
 register(Param, location=override(rename="in"))
