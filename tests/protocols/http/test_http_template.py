@@ -145,7 +145,7 @@ def test_an_operation_of_plain_data_is_refused_with_the_fix() -> None:
     request = at.http.RequestTemplate(method="GET", path="/items")
     with pytest.raises(ValueError, match=r"^definition must be an at\.ToolDefinition, not dict; "):
         at.http.Operation(definition={"name": "get"}, request=request)  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="^request must be") as caught:
+    with pytest.raises(ValueError, match=r"^request must be") as caught:
         at.http.Operation(definition=definition, request={"method": "GET", "path": "/items"})  # type: ignore[arg-type]
     assert str(caught.value) == (
         "request must be an at.http.RequestTemplate, not dict; "
