@@ -20,4 +20,12 @@ def echo(text: str) -> str:
 if __name__ == "__main__":
     logging.getLogger("mcp").setLevel(logging.WARNING)
     app = server.streamable_http_app(stateless_http=True, json_response=True)
-    uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[1]), log_level="warning")
+    uvicorn.run(
+        app,
+        host="127.0.0.1",
+        port=int(sys.argv[1]),
+        log_level="warning",
+        access_log=False,
+        backlog=4096,
+        timeout_keep_alive=120,
+    )

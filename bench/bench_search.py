@@ -1,6 +1,6 @@
 """Tool search: how well and how fast ``at.tool_search`` ranks, against the README's word match.
 
-Run: ``.venv/bin/python bench/bench_search.py`` (about twenty seconds; not part of the tests).
+Run: ``.venv/bin/python -m bench.bench_search`` (about twenty seconds; not part of the tests).
 
 Quality: the queries of ``search_eval/queries.json`` over the catalog of ``search_eval/catalog.py``
 (one tool per operation of the real OpenAPI documents of the corpus). For each ranker it reports
@@ -19,16 +19,13 @@ import argparse
 import json
 import random
 import statistics
-import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import cast
 
 from amends_toolkit.presentations._index import COMMON_WORDS, Hits, SearchIndex, words
-
-sys.path.insert(0, str(Path(__file__).resolve().parent / "search_eval"))
-import catalog
+from bench.search_eval import catalog
 
 QUERIES = Path(__file__).resolve().parent / "search_eval" / "queries.json"
 _DEPTH = 20

@@ -1,0 +1,205 @@
+"""``python -m bench``: every benchmark, side by side with its baselines, in one run; writes
+``bench/RESULTS.md`` and ``bench/results.json``.
+
+Everything runs on 127.0.0.1 with bounded counts (about ten minutes on a 2-core machine);
+``--scale 0.2`` for a quick look. Each figure is a median over ``--rounds`` rounds and a ratio to
+a baseline measured in the same rounds: see ``bench/_harness.py``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.metadata
+import json
+import os
+import platform
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import anyio
+import attrs
+
+from bench import costs, http_source, mcp_client, sessions
+from bench._harness import Figure, Measure
+
+HERE = Path(__file__).resolve().parent
+PACKAGES = (
+    "amends-toolkit",
+    "anyio",
+    "httpx",
+    "httpx2",
+    "mcp",
+    "fastmcp",
+    "pydantic-ai-slim",
+    "jsonschema-rs",
+    "uvicorn",
+    "starlette",
+)
+SUITES = ("mcp", "http", "sessions", "costs")
+
+
+def machine() -> dict[str, object]:
+    versions = {}
+    for name in PACKAGES:
+        try:
+            versions[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            versions[name] = "not installed"
+    return {
+        "cores": os.cpu_count(),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "packages": versions,
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+    }
+
+
+def targets(figures: Sequence[Figure], measures: Sequence[Measure]) -> list[tuple[str, str, bool]]:
+    """The project's targets, each with the figure that meets or misses it."""
+    rows = []
+    by_group: dict[str, dict[str, Figure]] = {}
+    for figure in figures:
+        by_group.setdefault(figure.group, {})[figure.subject] = figure
+    for group, subjects in by_group.items():
+        ours = subjects.get("at.mcp.http, httpx2")
+        sdk = subjects.get("official SDK mcp.Client")
+        if ours is None or sdk is None:
+            continue
+        rows.append(
+            (
+                f"{group}: client CPU per call ≤ 1.1x the bare client's",
+                f"{ours.cpu_ratio:.2f}x",
+                ours.cpu_ratio <= 1.1,
+            )
+        )
+        ratio = ours.calls_per_second / sdk.calls_per_second
+        rows.append((f"{group}: calls/s ≥ 1.3x the SDK client's", f"{ratio:.2f}x", ratio >= 1.3))
+    for measure in measures:
+        if measure.subject.startswith("100,000 tools against 10,000"):
+            rows.append(
+                (
+                    "assembly linear: 100,000 tools in ≤ 10.5x the time of 10,000",
+                    f"{measure.value:.1f}x",
+                    measure.value <= 10.5,
+                )
+            )
+    return rows
+
+
+def report(
+    info: dict[str, object],
+    figures: Sequence[Figure],
+    measures: Sequence[Measure],
+    rounds: int,
+    scale: float,
+) -> str:
+    lines = [
+        "# Benchmark results",
+        "",
+        f"Written by `python -m bench` (rounds {rounds}, scale {scale}) on {info['date']}: "
+        f"{info['cores']} cores, Python {info['python']}, {info['platform']}.",
+        "Packages: " + ", ".join(f"{k} {v}" for k, v in dict(info["packages"]).items()) + ".",  # type: ignore[call-overload]
+        "",
+        "Every figure is the median of its rounds; each ratio compares a subject with its baseline",
+        "measured in the same rounds (throughput: higher is better; CPU: lower is better). Servers",
+        "run in their own processes, so CPU per call is the client's own.",
+        "",
+        "## Targets",
+        "",
+        "| target | figure | met |",
+        "| --- | --- | --- |",
+    ]
+    lines += [
+        f"| {name} | {value} | {'yes' if met else 'no'} |"
+        for name, value, met in targets(figures, measures)
+    ]
+    group = None
+    for figure in figures:
+        if figure.group != group:
+            group = figure.group
+            lines += [
+                "",
+                f"## {group}",
+                "",
+                "| subject | calls/s | p50 ms | p99 ms | CPU µs/call | baseline | "
+                "throughput ratio | CPU ratio |",
+                "| --- | ---: | ---: | ---: | ---: | --- | ---: | ---: |",
+            ]
+        baseline = "—" if figure.baseline == figure.subject else figure.baseline
+        lines.append(
+            f"| {figure.subject} | {figure.calls_per_second:,.0f} | {figure.p50_ms:.2f} | "
+            f"{figure.p99_ms:.1f} | {figure.cpu_us_per_call:,.0f} | {baseline} | "
+            f"{figure.throughput_ratio:.2f}x | {figure.cpu_ratio:.2f}x |"
+        )
+    group = None
+    for measure in measures:
+        if measure.group != group:
+            group = measure.group
+            lines += [
+                "",
+                f"## {group}",
+                "",
+                "| subject | value | baseline | baseline value | ratio |",
+                "| --- | ---: | --- | ---: | ---: |",
+            ]
+        ratio = measure.ratio
+        lines.append(
+            f"| {measure.subject} | {measure.value:,.2f} {measure.unit} | {measure.baseline or '—'} | "
+            + (f"{measure.baseline_value:,.2f} {measure.unit}" if measure.baseline else "—")
+            + f" | {'—' if ratio is None else f'{ratio:.2f}x'} |"
+        )
+    notes = HERE / "NOTES.md"
+    if notes.is_file():
+        lines += ["", notes.read_text().strip()]
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--scale", type=float, default=1.0, help="a share of the default counts")
+    parser.add_argument("--only", nargs="*", choices=SUITES, default=list(SUITES))
+    parser.add_argument("--out", type=Path, default=HERE, help="the folder of the report")
+    arguments = parser.parse_args()
+    started = time.monotonic()
+    figures: list[Figure] = []
+    measures: list[Measure] = []
+    if "mcp" in arguments.only:
+        print("MCP clients", flush=True)
+        figures += anyio.run(lambda: mcp_client.run(scale=arguments.scale, rounds=arguments.rounds))
+    if "http" in arguments.only:
+        print("HTTP source", flush=True)
+        figures += anyio.run(
+            lambda: http_source.run(scale=arguments.scale, rounds=arguments.rounds)
+        )
+    if "sessions" in arguments.only:
+        print("many sessions", flush=True)
+        measures += sessions.run(scale=arguments.scale)
+    if "costs" in arguments.only:
+        print("costs", flush=True)
+        measures += costs.run()
+    info = machine()
+    info["seconds"] = round(time.monotonic() - started)
+    arguments.out.mkdir(parents=True, exist_ok=True)
+    (arguments.out / "results.json").write_text(
+        json.dumps(
+            {
+                "machine": info,
+                "rounds": arguments.rounds,
+                "scale": arguments.scale,
+                "figures": [attrs.asdict(f) for f in figures],
+                "measures": [attrs.asdict(m) for m in measures],
+            },
+            indent=1,
+        )
+        + "\n"
+    )
+    (arguments.out / "RESULTS.md").write_text(
+        report(info, figures, measures, arguments.rounds, arguments.scale)
+    )
+    print(f"wrote {arguments.out / 'RESULTS.md'} in {info['seconds']} s")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,189 @@
+"""What every benchmark of ``python -m bench`` shares: how a subject is driven and measured, the
+servers it runs in other processes, and the figures it reports.
+
+A *sample* is one subject driven for a bounded number of calls at a fixed concurrency: calls per
+second, the 50th and 99th percentile of one call's time, and the process's CPU time per call
+(servers run in other processes, so this is the client's own cost). A *figure* is the median of
+several rounds of samples, each round measuring the subject and its baseline back to back, and its
+ratio to that baseline is the median of the rounds' ratios: on a noisy 2-core machine, only
+ratios measured side by side mean anything.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from pathlib import Path
+
+import anyio
+import attrs
+
+Call = Callable[[], Awaitable[object]]
+HERE = Path(__file__).resolve().parent
+
+
+@attrs.frozen(kw_only=True)
+class Sample:
+    calls_per_second: float
+    p50_ms: float
+    p99_ms: float
+    cpu_us_per_call: float
+
+
+@attrs.frozen(kw_only=True)
+class Figure:
+    """One line of the report: a subject's median figures and its ratios to the baseline."""
+
+    group: str
+    subject: str
+    baseline: str
+    calls_per_second: float
+    p50_ms: float
+    p99_ms: float
+    cpu_us_per_call: float
+    throughput_ratio: float
+    """The subject's calls per second over the baseline's (higher is better)."""
+    cpu_ratio: float
+    """The subject's CPU per call over the baseline's (lower is better)."""
+
+
+@attrs.frozen(kw_only=True)
+class Measure:
+    """A figure that is not a call rate: a time, a size, with its baseline and their ratio."""
+
+    group: str
+    subject: str
+    value: float
+    unit: str
+    baseline: str = ""
+    baseline_value: float = 0.0
+
+    @property
+    def ratio(self) -> float | None:
+        return self.value / self.baseline_value if self.baseline_value else None
+
+
+def percentile(values: Sequence[float], share: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
+
+
+async def sample(call: Call, calls: int, concurrency: int) -> Sample:
+    """Drive ``call`` ``calls`` times, ``concurrency`` callers at a time, and measure it."""
+    each = max(1, calls // concurrency)
+    times: list[float] = []
+    clock = time.perf_counter
+
+    async def caller() -> None:
+        for _ in range(each):
+            started = clock()
+            await call()
+            times.append(clock() - started)
+
+    gc.collect()
+    cpu, wall = time.process_time(), clock()
+    if concurrency == 1:
+        await caller()
+    else:
+        async with anyio.create_task_group() as group:
+            for _ in range(concurrency):
+                group.start_soon(caller)
+    wall, cpu = clock() - wall, time.process_time() - cpu
+    return Sample(
+        calls_per_second=len(times) / wall,
+        p50_ms=percentile(times, 0.5) * 1000,
+        p99_ms=percentile(times, 0.99) * 1000,
+        cpu_us_per_call=cpu / len(times) * 1e6,
+    )
+
+
+async def compare(
+    group: str,
+    subjects: Sequence[tuple[str, Call, str]],
+    *,
+    calls: int,
+    concurrency: int,
+    rounds: int,
+) -> list[Figure]:
+    """Measure each subject in turn, round after round, each ratio against the subject named
+    third (a baseline, itself measured in the same rounds); ``""`` marks a baseline."""
+    samples: dict[str, list[Sample]] = {label: [] for label, _, _ in subjects}
+    for _, call, _ in subjects:  # warm every subject up once: connections, caches, validators
+        await sample(call, max(concurrency, calls // 10), concurrency)
+    for _ in range(rounds):
+        for label, call, _ in subjects:
+            samples[label].append(await sample(call, calls, concurrency))
+    figures = []
+    for label, _, baseline in subjects:
+        baseline = baseline or label
+        mine, base = samples[label], samples[baseline]
+        figures.append(
+            Figure(
+                group=group,
+                subject=label,
+                baseline=baseline,
+                calls_per_second=statistics.median(s.calls_per_second for s in mine),
+                p50_ms=statistics.median(s.p50_ms for s in mine),
+                p99_ms=statistics.median(s.p99_ms for s in mine),
+                cpu_us_per_call=statistics.median(s.cpu_us_per_call for s in mine),
+                throughput_ratio=statistics.median(
+                    m.calls_per_second / b.calls_per_second for m, b in zip(mine, base, strict=True)
+                ),
+                cpu_ratio=statistics.median(
+                    m.cpu_us_per_call / b.cpu_us_per_call for m, b in zip(mine, base, strict=True)
+                ),
+            )
+        )
+    return figures
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@contextlib.contextmanager
+def server_process(script: str, *arguments: str) -> Iterator[int]:
+    """Run ``bench/<script>`` in its own Python process on a free loopback port; yield the port."""
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, str(HERE / script), str(port), *arguments],
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                    break
+            except OSError:
+                if process.poll() is not None or time.monotonic() > deadline:
+                    raise SystemExit(f"the bench server {script} did not start") from None
+                time.sleep(0.05)
+        yield port
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def best_of(function: Callable[[], object], times: int = 3) -> float:
+    """The shortest of ``times`` runs of ``function``, in seconds (garbage collected before each)."""
+    best = float("inf")
+    for _ in range(times):
+        gc.collect()
+        started = time.perf_counter()
+        function()
+        best = min(best, time.perf_counter() - started)
+    return best

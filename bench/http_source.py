@@ -1,0 +1,104 @@
+"""The HTTP source side by side with raw requests: ``GET /items/{item_id}`` on a Starlette app in
+its own process, at 1, 64 and 512 callers at a time, over httpx and httpx2.
+
+Subjects: a raw ``client.get`` reading the JSON answer (the baseline of its HTTP library); the
+source of ``at.http.make`` called directly (request built from the template, answer read within
+its limit); and the whole path a host uses, ``Session -> Toolkit -> actor -> source``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Sequence
+
+import httpx
+import httpx2
+
+import amends_toolkit as at
+from amends_toolkit import JsonObject
+from bench._harness import Call, Figure, compare, server_process
+
+OPERATION = at.http.Operation(
+    definition=at.ToolDefinition(
+        name="get_item",
+        description="One item.",
+        input_schema={
+            "type": "object",
+            "properties": {"item_id": {"type": "string"}},
+            "required": ["item_id"],
+        },
+    ),
+    request=at.http.RequestTemplate(
+        method="GET",
+        path="/items/{item_id}",
+        params={"item_id": at.http.Param(location="path", name="item_id")},
+    ),
+)
+CALLS = {1: 300, 64: 1_920, 512: 3_072}
+
+
+async def run_group(base_url: str, concurrency: int, *, scale: float, rounds: int) -> list[Figure]:
+    limits, timeout = min(concurrency, 64), 60.0
+    async with contextlib.AsyncExitStack() as stack:
+        client = await stack.enter_async_context(
+            httpx.AsyncClient(
+                base_url=base_url,
+                limits=httpx.Limits(max_connections=limits, max_keepalive_connections=limits),
+                timeout=timeout,
+            )
+        )
+        client2 = await stack.enter_async_context(
+            httpx2.AsyncClient(
+                base_url=base_url,
+                limits=httpx2.Limits(max_connections=limits, max_keepalive_connections=limits),
+                timeout=timeout,
+            )
+        )
+        runtime = await stack.enter_async_context(at.Runtime())
+        source = at.http.make(name="api", base_url=base_url, operations=[OPERATION], client=client)
+        source2 = at.http.make(
+            name="api", base_url=base_url, operations=[OPERATION], client=client2
+        )
+        ref = await runtime.spawn(
+            at.http.make(name="api", base_url=base_url, operations=[OPERATION], client=client2)
+        )
+        toolkit = at.assemble([at.Member(ref, await ref.discover())], lambda _, __: "allow")
+        session = await stack.enter_async_context(at.Session(toolkit, approve=lambda _, __: False))
+
+        async def raw() -> object:
+            return (await client.get("/items/7")).json()
+
+        async def raw2() -> object:
+            return (await client2.get("/items/7")).json()
+
+        item: JsonObject = {"item_id": "7"}
+        subjects: list[tuple[str, Call, str]] = [
+            ("raw GET, httpx", raw, ""),
+            ("raw GET, httpx2", raw2, ""),
+            ("at.http source, httpx", lambda: source.call("get_item", item), "raw GET, httpx"),
+            ("at.http source, httpx2", lambda: source2.call("get_item", item), "raw GET, httpx2"),
+            (
+                "Session→Toolkit→actor→at.http, httpx2",
+                lambda: session.call("api__get_item", item),
+                "raw GET, httpx2",
+            ),
+        ]
+        group = f"HTTP source, {concurrency} at a time"
+        print(f"  {group}", flush=True)
+        return await compare(
+            group,
+            subjects,
+            calls=int(CALLS[concurrency] * scale),
+            concurrency=concurrency,
+            rounds=rounds,
+        )
+
+
+async def run(*, scale: float, rounds: int) -> Sequence[Figure]:
+    figures: list[Figure] = []
+    with server_process("_http_bench_server.py") as port:
+        for concurrency in CALLS:
+            figures += await run_group(
+                f"http://127.0.0.1:{port}", concurrency, scale=scale, rounds=rounds
+            )
+    return figures

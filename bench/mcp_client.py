@@ -1,0 +1,195 @@
+"""MCP clients side by side: ``tools/call echo`` over loopback, stateless (2026-07-28) and in
+sessions (2025-11-25), at 1, 64 and 512 callers at a time.
+
+Servers, each in its own process: a minimal raw ASGI server (``_raw_mcp_server.py``), so what is
+measured is the client; and the official SDK's own server, for realism. Subjects, each over one
+client shared by its callers:
+
+- bare JSON-RPC over httpx and over httpx2: a POST with the request's headers and ``_meta`` and
+  the JSON answer read (the floor: HTTP and the server alone); each is the baseline of the
+  subjects over the same HTTP library;
+- ``at.mcp.http`` called directly, over httpx and over httpx2;
+- the whole path a host uses: ``Session -> Toolkit -> actor -> at.mcp.http`` over httpx2;
+- the official SDK's ``mcp.Client``, fastmcp's ``Client`` and pydantic-ai's ``MCPToolset`` (the
+  clients a user would pick instead), each with its own HTTP client.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+from collections.abc import AsyncIterator, Sequence
+
+import fastmcp
+import httpx
+import httpx2
+from mcp import Client
+from pydantic_ai.mcp import MCPToolset
+
+import amends_toolkit as at
+from bench._harness import Call, Figure, compare, server_process
+
+MODERN_HEADERS = {
+    "Accept": "application/json, text/event-stream",
+    "MCP-Protocol-Version": "2026-07-28",
+    "Mcp-Method": "tools/call",
+    "Mcp-Name": "echo",
+}
+META = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientCapabilities": {},
+}
+CONCURRENCY = (1, 64, 512)
+
+
+def calls_for(concurrency: int, scale: float) -> int:
+    return int({1: 300, 64: 1_920, 512: 3_072}[concurrency] * scale)
+
+
+@contextlib.asynccontextmanager
+async def bare_client(
+    client: httpx.AsyncClient | httpx2.AsyncClient, url: str, mode: str
+) -> AsyncIterator[Call]:
+    """A 20-line JSON-RPC client: the floor every other subject is compared with."""
+    ids = itertools.count(1)
+    headers = dict(MODERN_HEADERS)
+    if mode == "session":
+        headers = {"Accept": "application/json, text/event-stream"}
+        begun = await client.post(
+            url,
+            json={
+                "jsonrpc": "2.0",
+                "id": 0,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": "2025-11-25",
+                    "capabilities": {},
+                    "clientInfo": {"name": "bare", "version": "1"},
+                },
+            },
+            headers=headers,
+        )
+        headers["Mcp-Session-Id"] = begun.headers["mcp-session-id"]
+        headers["MCP-Protocol-Version"] = "2025-11-25"
+        await client.post(
+            url, json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=headers
+        )
+
+    async def call() -> object:
+        params: dict[str, object] = {"name": "echo", "arguments": {"text": "hi"}}
+        if mode == "stateless":
+            params["_meta"] = META
+        body = {"jsonrpc": "2.0", "id": next(ids), "method": "tools/call", "params": params}
+        answer = await client.post(url, json=body, headers=headers)
+        return answer.json()["result"]
+
+    yield call
+
+
+async def run_group(
+    server: str, url: str, mode: str, concurrency: int, *, scale: float, rounds: int, others: bool
+) -> list[Figure]:
+    # Callers share a pool of at most 64 connections, as a host would hold one.
+    limits, timeout = min(concurrency, 64), 60.0
+    async with contextlib.AsyncExitStack() as stack:
+        client = await stack.enter_async_context(
+            httpx.AsyncClient(
+                limits=httpx.Limits(max_connections=limits, max_keepalive_connections=limits),
+                timeout=timeout,
+            )
+        )
+        client2 = await stack.enter_async_context(
+            httpx2.AsyncClient(
+                limits=httpx2.Limits(max_connections=limits, max_keepalive_connections=limits),
+                timeout=timeout,
+            )
+        )
+        runtime = await stack.enter_async_context(at.Runtime())
+        bare = await stack.enter_async_context(bare_client(client, url, mode))
+        bare2 = await stack.enter_async_context(bare_client(client2, url, mode))
+        source = at.mcp.http(name="bench", url=url, client=client)
+        source2 = at.mcp.http(name="bench", url=url, client=client2)
+        ref = await runtime.spawn(at.mcp.http(name="bench", url=url, client=client2))
+        toolkit = at.assemble([at.Member(ref, await ref.discover())], lambda _, __: "allow")
+        session = await stack.enter_async_context(at.Session(toolkit, approve=lambda _, __: False))
+        subjects: list[tuple[str, Call, str]] = [
+            ("bare JSON-RPC, httpx", bare, ""),
+            ("bare JSON-RPC, httpx2", bare2, ""),
+            (
+                "at.mcp.http, httpx",
+                lambda: source.call("echo", {"text": "hi"}),
+                "bare JSON-RPC, httpx",
+            ),
+            (
+                "at.mcp.http, httpx2",
+                lambda: source2.call("echo", {"text": "hi"}),
+                "bare JSON-RPC, httpx2",
+            ),
+            (
+                "Session→Toolkit→actor→at.mcp.http, httpx2",
+                lambda: session.call("bench__echo", {"text": "hi"}),
+                "bare JSON-RPC, httpx2",
+            ),
+        ]
+        if others:
+            sdk = await stack.enter_async_context(
+                Client(url, mode="2026-07-28" if mode == "stateless" else "legacy")
+            )
+            subjects.append(
+                (
+                    "official SDK mcp.Client",
+                    lambda: sdk.call_tool("echo", {"text": "hi"}),
+                    "bare JSON-RPC, httpx",
+                )
+            )
+            if mode == "session":
+                fast = await stack.enter_async_context(fastmcp.Client(url))
+                subjects.append(
+                    (
+                        "fastmcp Client",
+                        lambda: fast.call_tool("echo", {"text": "hi"}),
+                        "bare JSON-RPC, httpx",
+                    )
+                )
+                toolset: MCPToolset[None] = MCPToolset(url)
+                await stack.enter_async_context(toolset)
+                subjects.append(
+                    (
+                        "pydantic-ai MCPToolset",
+                        lambda: toolset.direct_call_tool("echo", {"text": "hi"}),
+                        "bare JSON-RPC, httpx",
+                    )
+                )
+        group = f"MCP client, {server} server, {mode}, {concurrency} at a time"
+        print(f"  {group}", flush=True)
+        return await compare(
+            group,
+            subjects,
+            calls=calls_for(concurrency, scale),
+            concurrency=concurrency,
+            rounds=rounds,
+        )
+
+
+async def run(*, scale: float, rounds: int) -> Sequence[Figure]:
+    figures: list[Figure] = []
+    for mode in ("stateless", "session"):
+        with server_process("_raw_mcp_server.py", mode) as port:
+            url = f"http://127.0.0.1:{port}/mcp"
+            for concurrency in CONCURRENCY:
+                figures += await run_group(
+                    "raw", url, mode, concurrency, scale=scale, rounds=rounds, others=True
+                )
+    with server_process("_mcp_bench_server.py") as port:
+        url = f"http://127.0.0.1:{port}/mcp"
+        for concurrency in (1, 64):
+            figures += await run_group(
+                "official SDK",
+                url,
+                "stateless",
+                concurrency,
+                scale=scale / 2,
+                rounds=rounds,
+                others=True,
+            )
+    return figures
