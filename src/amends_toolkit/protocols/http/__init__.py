@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from amends_toolkit.protocols.http._bodies import encode_body, file_schema
 from amends_toolkit.protocols.http._request import (
+    MAX_BODY_SIZE,
     InputRefused,
     WireRequest,
     build_request,
@@ -20,30 +22,43 @@ from amends_toolkit.protocols.http._response import (
     retry_after,
 )
 from amends_toolkit.protocols.http._template import (
+    FORM,
+    MULTIPART,
+    Encoding,
     Location,
     Operation,
     Param,
     RequestTemplate,
+    Style,
     placeholders,
+    style_problem,
 )
 
 __all__ = (
     "FAILURE_TEXT_LENGTH",
+    "FORM",
+    "MAX_BODY_SIZE",
+    "MULTIPART",
     "BoundedText",
+    "Encoding",
     "InputRefused",
     "Location",
     "Operation",
     "Outcome",
     "Param",
     "RequestTemplate",
+    "Style",
     "UnreadableAnswer",
     "WireRequest",
     "build_request",
     "charset",
+    "encode_body",
+    "file_schema",
     "is_json",
     "join_url",
     "outcome",
     "parse_answer",
     "placeholders",
     "retry_after",
+    "style_problem",
 )
