@@ -30,6 +30,9 @@ def skipped(result: at.openapi.ReadResult) -> at.openapi.Skipped:
     return skip
 
 
+FORM = "application/x-www-form-urlencoded"
+
+
 def read(paths: JsonObject, **extra: Any) -> at.openapi.ReadResult:
     return at.openapi.read_operations(document(paths, **extra))
 
@@ -398,43 +401,101 @@ def test_the_description_is_the_summary_and_description(
     ("operation", "reason", "detail"),
     [
         (
-            {"requestBody": {"content": {"multipart/form-data": {"schema": {}}}}},
+            {"requestBody": {"content": {"application/xml": {"schema": {"type": "object"}}}}},
             "body_not_json",
-            "multipart/form-data",
+            "application/xml",
         ),
         (
-            {"requestBody": {"content": {"application/octet-stream": {}, "text/plain": {}}}},
+            {
+                "requestBody": {
+                    "content": {
+                        "text/csv": {"schema": {"type": "array"}},
+                        "application/xml": {"schema": {"type": "object"}},
+                    }
+                }
+            },
             "body_not_json",
-            "application/octet-stream, text/plain",
+            "application/xml, text/csv",
         ),
-        ({"parameters": [param("q", style="spaceDelimited")]}, "parameter_style", "style"),
+        ({"requestBody": {"content": "?"}}, "invalid", "content is a string"),
+        ({"requestBody": {"content": ["application/json"]}}, "invalid", "not a map"),
+        ({"requestBody": {"description": "no content"}}, "invalid", "content is null"),
+        (
+            {"parameters": [param("q", style="spaceDelimited", explode=True)]},
+            "parameter_style",
+            "not defined with explode=true",
+        ),
         ({"parameters": [param("q", style="deepObject")]}, "parameter_style", "deepObject"),
         ({"parameters": [param("X", "header", style="form")]}, "parameter_style", "'form'"),
+        ({"parameters": [param("p", "path", style="form")]}, "parameter_style", "'form'"),
+        ({"parameters": [param("q", style="matrix")]}, "parameter_style", "'matrix'"),
+        ({"parameters": [param("q", explode="no")]}, "parameter_style", "true or false"),
         (
-            {"parameters": [param("q", explode=False, schema={"type": "array"})]},
+            {
+                "parameters": [
+                    param("q", style="deepObject", explode=False, schema={"type": "object"})
+                ]
+            },
             "parameter_style",
-            "explode=false",
+            "only with explode=true",
         ),
         (
             {"parameters": [{"name": "q", "in": "query", "content": {"application/json": {}}}]},
             "parameter_style",
             "media type",
         ),
-        ({"parameters": [param("q", schema={"type": "object"})]}, "object_parameter", "'q'"),
         (
-            {"parameters": [param("q", schema={"properties": {"a": {}}})]},
+            {"parameters": [param("q", schema={"properties": {"a": {"type": "object"}}})]},
             "object_parameter",
-            "object",
+            "parameter 'q' holds lists or objects",
         ),
         (
-            {"parameters": [param("q", schema={"$ref": "#/components/schemas/Filter"})]},
+            {
+                "parameters": [
+                    param("q", schema={"type": "object", "additionalProperties": {"type": "array"}})
+                ]
+            },
             "object_parameter",
-            "object",
+            "lists or objects",
+        ),
+        (
+            {
+                "parameters": [
+                    param("q", schema={"type": "array", "items": {"$ref": "#/components/schemas/Filter"}})
+                ]
+            },
+            "object_parameter",
+            "lists or objects",
         ),
         (
             {"parameters": [param("q", schema={"type": "array", "items": {"type": "object"}})]},
             "object_parameter",
-            "list of objects",
+            "lists or objects",
+        ),
+        (
+            {
+                "requestBody": {
+                    "content": {
+                        FORM: {
+                            "schema": {"properties": {"a": {"type": "array", "items": {}}}},
+                            "encoding": {"a": {"style": "deepObject", "explode": False}},
+                        }
+                    }
+                }
+            },
+            "parameter_style",
+            "form field 'a'",
+        ),
+        (
+            {
+                "requestBody": {
+                    "content": {
+                        FORM: {"schema": {"properties": {"a": {"type": "array", "items": {"type": "array"}}}}}
+                    }
+                }
+            },
+            "object_parameter",
+            "form field 'a' holds lists or objects",
         ),
         ({"parameters": [param("sid", "cookie", required=True)]}, "cookie_parameter", "'sid'"),
         ({"$ref": "./operations/get.yaml"}, "reference", "./operations/get.yaml"),
