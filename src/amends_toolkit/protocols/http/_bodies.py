@@ -95,10 +95,12 @@ def encode_body(
         assert media is not None
         content_type = media if "*" not in media else given or _OCTETS
     if len(content) > max_size:
-        raise InputRefused(
-            f"'{prop}' would be a body of {len(content)} bytes; at most {max_size} may be sent."
-        )
+        raise _too_long(prop, max_size)
     return content, content_type
+
+
+def _too_long(prop: str, max_size: int) -> InputRefused:
+    return InputRefused(f"'{prop}' makes a body longer than the {max_size} bytes allowed.")
 
 
 def _json(prop: str, value: JsonValue) -> bytes:
@@ -130,7 +132,7 @@ def _file(prop: str, value: JsonValue, max_size: int) -> tuple[bytes, str | None
         compact = "".join(encoded.split())
         # Four characters of base64 are three bytes: refuse before decoding what cannot fit.
         if len(compact) // 4 * 3 > max_size + 2:
-            raise InputRefused(f"'{prop}' is a file larger than the {max_size} bytes allowed.")
+            raise _too_long(prop, max_size)
         try:
             content = base64.b64decode(compact, validate=True)
         except (binascii.Error, ValueError):
@@ -172,7 +174,7 @@ def _multipart(
                 content_type = encoding.content_type or ""
             size += len(content)
             if size > max_size:
-                raise InputRefused(f"'{prop}' is larger than the {max_size} bytes allowed.")
+                raise _too_long(prop, max_size)
             head = f"Content-Disposition: {disposition}\r\n"
             if content_type:
                 head += f"Content-Type: {content_type}\r\n"
