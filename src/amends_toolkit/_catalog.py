@@ -11,7 +11,6 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any, TypeVar, cast, get_args, overload
 
-import attrs
 import cattrs
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 from cattrs.v import format_exception
@@ -71,6 +70,11 @@ _converter.register_structure_hook_func(lambda kind: kind == Decision, _decision
 _KEYS: dict[str, str] = {}
 
 
+def _default(field: Any) -> Any:
+    default = field.default
+    return default.factory() if hasattr(default, "factory") else default
+
+
 def register(
     cls: type[Any], *, omit_none: bool = False, omit_default: tuple[str, ...] = (), **overrides: Any
 ) -> None:
@@ -89,9 +93,7 @@ def register(
     _KEYS.update({name: spec.rename for name, spec in fields.items() if spec.rename})
     unstructure = make_dict_unstructure_fn(cls, _converter, **fields)
     defaults = {
-        fields[field.name].rename or field.name: (
-            field.default.factory() if isinstance(field.default, attrs.Factory) else field.default  # type: ignore[misc]
-        )
+        fields[field.name].rename or field.name: _default(field)
         for field in cls.__attrs_attrs__
         if field.name in omit_default
     }

@@ -85,14 +85,18 @@ def operation(request: RequestTemplate) -> Operation:
 
 
 @asynccontextmanager
-async def source(base_url: str, *operations: Operation, **options: int) -> AsyncIterator[at.http.HttpSource]:
+async def source(
+    base_url: str, *operations: Operation, **options: int
+) -> AsyncIterator[at.http.HttpSource]:
     async with httpx.AsyncClient() as client:
         yield at.http.make(
             name="api", base_url=base_url, operations=operations, client=client, **options
         )
 
 
-async def send(base_url: str, request: RequestTemplate, input: JsonObject, **options: int) -> JsonObject:
+async def send(
+    base_url: str, request: RequestTemplate, input: JsonObject, **options: int
+) -> JsonObject:
     async with source(base_url, operation(request), **options) as api:
         answer = await api.call("op", input)
     assert isinstance(answer, dict)
@@ -246,7 +250,11 @@ async def test_multipart_form_data_is_read_by_python_multipart(base_url: str) ->
         MULTIPART_TEMPLATE,
         {
             "body": {
-                "file": {"text": "WEBVTT\nhé", "filename": 'a"b\r\n.vtt', "contentType": "text/vtt"},
+                "file": {
+                    "text": "WEBVTT\nhé",
+                    "filename": 'a"b\r\n.vtt',
+                    "contentType": "text/vtt",
+                },
                 "images": [{"base64": base64.b64encode(png).decode()}, {"text": "x"}],
                 "purpose": "assistants",
                 "attributes": {"name": "photo.png", "parent": {"id": "0"}},
@@ -345,12 +353,14 @@ async def test_boxs_fields_list_not_exploded_arrives_comma_joined(base_url: str)
 async def test_openais_deep_object_metadata_arrives_in_brackets(base_url: str) -> None:
     op = corpus_operation("openai-3.1.yaml", "listPaginatedFineTuningJobs")
     answer = await call_corpus(base_url, op, {"metadata": {"team": "a b"}, "limit": 2})
-    assert sorted(answer["query"]) == [["limit", "2"], ["metadata[team]", "a b"]]  # type: ignore[type-var]
+    query = answer["query"]
+    assert isinstance(query, list)
+    assert sorted(map(str, query)) == ["['limit', '2']", "['metadata[team]', 'a b']"]
 
 
 async def test_twilios_form_body_arrives_as_a_form(base_url: str) -> None:
     op = corpus_operation("twilio-messaging-v1-3.0.yaml", "CreateTollfreeVerification")
-    body = {
+    body: JsonObject = {
         "BusinessName": "Acme",
         "BusinessWebsite": "https://acme.example",
         "NotificationEmail": "a@acme.example",

@@ -130,11 +130,13 @@ def test_a_param_that_cannot_be_sent_is_refused(location: str, name: str, messag
 def test_the_public_surface_of_at_http_is_pinned() -> None:
     assert at.http.__all__ == (
         "AsyncClient",
+        "Encoding",
         "HttpSource",
         "Location",
         "Operation",
         "Param",
         "RequestTemplate",
+        "Style",
         "make",
     )
     assert "http" in at.__all__

@@ -461,7 +461,10 @@ def test_the_description_is_the_summary_and_description(
         (
             {
                 "parameters": [
-                    param("q", schema={"type": "array", "items": {"$ref": "#/components/schemas/Filter"}})
+                    param(
+                        "q",
+                        schema={"type": "array", "items": {"$ref": "#/components/schemas/Filter"}},
+                    )
                 ]
             },
             "object_parameter",
@@ -490,7 +493,11 @@ def test_the_description_is_the_summary_and_description(
             {
                 "requestBody": {
                     "content": {
-                        FORM: {"schema": {"properties": {"a": {"type": "array", "items": {"type": "array"}}}}}
+                        FORM: {
+                            "schema": {
+                                "properties": {"a": {"type": "array", "items": {"type": "array"}}}
+                            }
+                        }
                     }
                 }
             },

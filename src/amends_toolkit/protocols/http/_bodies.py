@@ -69,9 +69,7 @@ def file_schema(description: str | None = None, *, named: bool = True) -> JsonOb
     return schema
 
 
-def encode_body(
-    template: RequestTemplate, value: JsonValue, *, max_size: int
-) -> tuple[bytes, str]:
+def encode_body(template: RequestTemplate, value: JsonValue, *, max_size: int) -> tuple[bytes, str]:
     """The bytes of the body ``value`` is, and the ``Content-Type`` they are sent with.
 
     Raises:
@@ -105,7 +103,9 @@ def _too_long(prop: str, max_size: int) -> InputRefused:
 
 def _json(prop: str, value: JsonValue) -> bytes:
     try:
-        return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode()
+        return json.dumps(
+            value, ensure_ascii=False, allow_nan=False, separators=(",", ":")
+        ).encode()
     except ValueError:
         raise InputRefused(f"'{prop}' must be JSON (no NaN or Infinity).") from None
 

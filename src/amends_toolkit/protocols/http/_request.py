@@ -37,6 +37,7 @@ __all__ = ("MAX_BODY_SIZE", "InputRefused", "WireRequest", "build_request", "joi
 MAX_BODY_SIZE = 16 * 1024 * 1024
 """How many bytes a request body may have unless the source says otherwise."""
 
+
 @attrs.frozen(kw_only=True)
 class WireRequest:
     """The parts of a request an input filled: the client sends it to ``url``."""
@@ -87,9 +88,7 @@ def build_request(
     if template.body in input and (
         body is not None or template.media_type is None or is_json(template.media_type)
     ):
-        content, content_type = encode_body(
-            template, input[template.body], max_size=max_body_size
-        )
+        content, content_type = encode_body(template, input[template.body], max_size=max_body_size)
         headers.append(("Content-Type", content_type))
     return WireRequest(
         method=template.method,

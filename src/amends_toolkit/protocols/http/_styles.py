@@ -38,7 +38,13 @@ __all__ = ("InputRefused", "header_text", "path_text", "query_pairs", "scalar")
 
 # Visible ASCII, with spaces or tabs only between visible characters (RFC 9110 field-value).
 _HEADER_VALUE = re.compile(r"(?:[\x21-\x7e](?:[\x20\x09]*[\x21-\x7e])*)?")
-_DELIMITERS = {"form": ",", "spaceDelimited": " ", "pipeDelimited": "|", "simple": ",", "label": "."}
+_DELIMITERS = {
+    "form": ",",
+    "spaceDelimited": " ",
+    "pipeDelimited": "|",
+    "simple": ",",
+    "label": ".",
+}
 
 
 class InputRefused(ValueError):

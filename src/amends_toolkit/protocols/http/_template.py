@@ -49,7 +49,9 @@ _STYLES: dict[str, tuple[str, ...]] = {
     "header": ("simple",),
 }
 # A media type as a Content-Type names it, without parameters (RFC 6838 names, or a wildcard).
-_MEDIA_TYPE = re.compile(r"(?:[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]*|\*)/(?:[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]*|\*)")
+_MEDIA_TYPE = re.compile(
+    r"(?:[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]*|\*)/(?:[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]*|\*)"
+)
 
 _LOCATIONS = ("path", "query", "header")
 _METHOD = re.compile(r"[A-Z]+")
@@ -150,7 +152,9 @@ class Encoding:
         if self.content_type is not None and not (
             isinstance(self.content_type, str) and _MEDIA_TYPE.fullmatch(self.content_type)
         ):
-            raise ValueError(f"content_type must be a media type such as text/plain, not {self.content_type!r}")
+            raise ValueError(
+                f"content_type must be a media type such as text/plain, not {self.content_type!r}"
+            )
         if not isinstance(self.file, bool):
             raise ValueError("file must be true or false")
 

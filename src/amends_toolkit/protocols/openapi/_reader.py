@@ -24,7 +24,7 @@ from urllib.parse import unquote
 import attrs
 
 from amends_toolkit._definitions import Annotations, ToolDefinition
-from amends_toolkit._json import kind
+from amends_toolkit._json import JsonValue, kind
 from amends_toolkit.protocols.http import (
     FORM,
     MULTIPART,
@@ -39,7 +39,7 @@ from amends_toolkit.protocols.http import (
 from amends_toolkit.protocols.openapi._schema import SchemaReader, SkipReason, Unreadable
 
 if TYPE_CHECKING:
-    from amends_toolkit._json import JsonObject, JsonValue
+    from amends_toolkit._json import JsonObject
 
 __all__ = ("DocumentError", "ReadResult", "Skipped", "read_operations")
 
@@ -423,7 +423,11 @@ class _Reader:
                 if isinstance(content_type, str) and _MEDIA_TYPE.fullmatch(content_type)
                 else None
             )
-            items = self._schemas.resolve(resolved.get("items")) if _is(resolved, "array") else None
+            items = (
+                self._schemas.resolve(resolved.get("items"))
+                if isinstance(resolved, dict) and _is(resolved, "array")
+                else None
+            )
             if _is_file(resolved) or (items is not None and _is_file(items)):
                 note = _text(resolved.get("description")) if isinstance(resolved, dict) else None
                 one = file_schema(note)
@@ -490,7 +494,9 @@ def _param(parameter: JsonObject) -> Param:
     style = parameter.get("style")
     style = None if style == _DEFAULT_STYLE[where] else style
     explode = parameter.get("explode")
-    explode = None if explode == (parameter.get("style", _DEFAULT_STYLE[where]) == "form") else explode
+    explode = (
+        None if explode == (parameter.get("style", _DEFAULT_STYLE[where]) == "form") else explode
+    )
     return Param(location=where, name=str(parameter["name"]), style=style, explode=explode)  # type: ignore[arg-type]
 
 
