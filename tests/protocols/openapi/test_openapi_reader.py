@@ -12,6 +12,7 @@ import pytest
 
 import amends_toolkit as at
 from amends_toolkit import JsonObject, JsonValue
+from amends_toolkit.protocols.http import file_schema
 
 
 def document(paths: JsonObject, *, version: str = "3.1.0", **extra: JsonValue) -> JsonObject:
@@ -785,3 +786,177 @@ def test_every_operation_read_is_catalog_data() -> None:
         data = at.catalog.dump(operation)
         assert json.loads(json.dumps(data)) == data
         assert at.catalog.load(at.http.Operation, data) == operation
+
+
+# --- styles and bodies that are not JSON --------------------------------------------------------
+
+
+def body_of(operation: at.http.Operation) -> Any:
+    properties: Any = operation.definition.input_schema["properties"]
+    return properties["body"]
+
+
+def test_parameter_styles_are_kept_in_the_template_and_defaults_left_out() -> None:
+    operation = only(
+        read(
+            {
+                "/a/{id}": {
+                    "get": {
+                        "parameters": [
+                            param("id", "path", required=True, style="label", explode=True),
+                            param("fields", explode=False, schema={"type": "array", "items": {}}),
+                            param("tags", style="form", explode=True, schema={"type": "array"}),
+                            param(
+                                "meta",
+                                style="deepObject",
+                                explode=True,
+                                schema={
+                                    "type": "object",
+                                    "additionalProperties": {"type": "string"},
+                                },
+                            ),
+                            param("range", schema={"type": "object", "properties": {"gt": {}}}),
+                            param("X-Obj", "header", schema={"type": "object"}),
+                        ]
+                    }
+                }
+            }
+        )
+    )
+    params = operation.request.params
+    assert params["id"] == at.http.Param(location="path", name="id", style="label", explode=True)
+    assert params["fields"] == at.http.Param(location="query", name="fields", explode=False)
+    assert params["tags"] == at.http.Param(location="query", name="tags")
+    assert params["meta"].style == "deepObject"
+    assert params["range"] == at.http.Param(location="query", name="range")
+    assert params["X-Obj"] == at.http.Param(location="header", name="X-Obj")
+
+
+def test_a_form_body_is_an_object_with_each_fields_style() -> None:
+    operation = only(
+        read(
+            {
+                "/a": {
+                    "post": {
+                        "requestBody": {
+                            "required": True,
+                            "content": {
+                                FORM: {
+                                    "schema": {
+                                        "properties": {
+                                            "To": {"type": "string"},
+                                            "Tags": {"type": "array", "items": {"type": "string"}},
+                                            "Meta": {"type": "object"},
+                                        },
+                                        "required": ["To"],
+                                    },
+                                    "encoding": {
+                                        "Tags": {"style": "form", "explode": False},
+                                        "Meta": {"style": "deepObject", "explode": True},
+                                        "To": {"style": "form", "explode": True},
+                                    },
+                                }
+                            },
+                        }
+                    }
+                }
+            }
+        )
+    )
+    request = operation.request
+    assert (request.body, request.media_type) == ("body", FORM)
+    assert request.encoding == {
+        "Tags": at.http.Encoding(explode=False),
+        "Meta": at.http.Encoding(style="deepObject", explode=True),
+    }
+    body = body_of(operation)
+    assert body["type"] == "object"
+    assert list(body["properties"]) == ["To", "Tags", "Meta"]
+    assert body["required"] == ["To"]
+    assert operation.definition.input_schema["required"] == ["body"]
+
+
+def test_a_multipart_body_makes_its_binary_fields_files() -> None:
+    operation = only(
+        read(
+            {
+                "/upload": {
+                    "post": {
+                        "requestBody": {
+                            "content": {
+                                "multipart/form-data": {
+                                    "schema": {"$ref": "#/components/schemas/Upload"},
+                                    "encoding": {
+                                        "image": {"contentType": "image/png"},
+                                        "photos": {"contentType": "image/png, image/jpeg"},
+                                        "sdp": {"contentType": "application/sdp"},
+                                    },
+                                }
+                            }
+                        }
+                    }
+                }
+            },
+            components={
+                "schemas": {
+                    "Upload": {
+                        "type": "object",
+                        "required": ["image"],
+                        "properties": {
+                            "image": {
+                                "type": "string",
+                                "format": "binary",
+                                "description": "The image.",
+                            },
+                            "photos": {
+                                "type": "array",
+                                "items": {"type": "string", "contentMediaType": "image/png"},
+                            },
+                            "clip": {"type": "string", "contentEncoding": "binary"},
+                            "sdp": {"type": "string"},
+                            "text": {"type": "string", "contentEncoding": "base64"},
+                        },
+                    }
+                }
+            },
+        )
+    )
+    request = operation.request
+    assert request.media_type == "multipart/form-data"
+    assert request.encoding == {
+        "image": at.http.Encoding(content_type="image/png", file=True),
+        "photos": at.http.Encoding(file=True),
+        "clip": at.http.Encoding(file=True),
+        "sdp": at.http.Encoding(content_type="application/sdp"),
+    }
+    body = body_of(operation)
+    assert body["properties"]["image"] == file_schema("The image.")
+    assert body["properties"]["photos"] == {
+        "type": "array",
+        "items": file_schema(),
+    }
+    assert body["properties"]["text"] == {"type": "string", "contentEncoding": "base64"}
+    assert body["required"] == ["image"]
+
+
+@pytest.mark.parametrize(
+    ("content", "media_type"),
+    [
+        ({"image/jpeg": {"schema": {"type": "string", "format": "binary"}}}, "image/jpeg"),
+        ({"application/octet-stream": {}}, "application/octet-stream"),
+        ({"text/plain": {"schema": {"type": "string"}}, "application/xml": {}}, "text/plain"),
+        (
+            {"application/merge-patch+json": {"schema": {"type": "object"}}},
+            "application/merge-patch+json",
+        ),
+        ({"application/json; charset=utf-8": {"schema": {"type": "object"}}}, None),
+    ],
+)
+def test_a_body_of_another_media_type_is_a_file_and_json_keeps_its_type(
+    content: JsonObject, media_type: str | None
+) -> None:
+    operation = only(read({"/a": {"put": {"requestBody": {"content": content}}}}))
+    assert (operation.request.body, operation.request.media_type) == ("body", media_type)
+    body = body_of(operation)
+    if media_type is not None and not media_type.endswith("json"):
+        assert body == file_schema(named=False)
