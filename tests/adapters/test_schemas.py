@@ -8,6 +8,9 @@ from collections.abc import Sequence
 import pytest
 from anthropic.types import ToolParam
 from pydantic import TypeAdapter
+from pydantic_ai import Agent
+from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, ToolCallPart
+from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 import amends_toolkit as at
 from amends_toolkit import JsonObject, JsonValue
@@ -20,6 +23,7 @@ from amends_toolkit.adapters import (
     run_openai_tool_calls,
 )
 from amends_toolkit.adapters._schemas import PROPERTY_NAME, model_names, model_schema, source_input
+from amends_toolkit.adapters.pydantic_ai import ToolkitToolset
 
 LONG = "x" * 70
 
@@ -177,3 +181,21 @@ async def test_each_adapter_gives_the_source_the_names_it_declared() -> None:
         ],
     )
     assert source.inputs == [ORIGINAL, ORIGINAL, ORIGINAL]
+
+
+@pytest.mark.anyio
+async def test_a_pydantic_ai_agent_sees_mapped_names_and_the_source_gets_its_own() -> None:
+    seen: list[JsonObject] = []
+
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        if len(messages) == 1:
+            seen.append(info.function_tools[0].parameters_json_schema)
+            return ModelResponse(parts=[ToolCallPart(tool_name="multi_search", args=ARGUMENTS)])
+        assert isinstance(messages[-1], ModelRequest)
+        return ModelResponse(parts=[TextPart("done")])
+
+    source = Recording()
+    kit = at.source_toolkit(source, [DEFINITION])
+    await Agent(FunctionModel(model), toolsets=[ToolkitToolset(kit)]).run("go")
+    assert seen == [model_schema(SCHEMA)]
+    assert source.inputs == [ORIGINAL]
