@@ -30,6 +30,7 @@ from amends_toolkit.protocols.http._template import (
     Param,
     RequestTemplate,
     Style,
+    is_media_type,
     placeholders,
     style_problem,
 )
@@ -55,6 +56,7 @@ __all__ = (
     "encode_body",
     "file_schema",
     "is_json",
+    "is_media_type",
     "join_url",
     "outcome",
     "parse_answer",

@@ -21,14 +21,13 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-import re
 import secrets
 from typing import TYPE_CHECKING
 from urllib.parse import urlencode
 
 from amends_toolkit.protocols.http._response import is_json
 from amends_toolkit.protocols.http._styles import InputRefused, query_pairs, scalar
-from amends_toolkit.protocols.http._template import FORM, MULTIPART, Encoding
+from amends_toolkit.protocols.http._template import FORM, MULTIPART, Encoding, is_media_type
 
 if TYPE_CHECKING:
     from amends_toolkit._json import JsonObject, JsonValue
@@ -36,7 +35,6 @@ if TYPE_CHECKING:
 
 __all__ = ("encode_body", "file_schema")
 
-_CONTENT_TYPE = re.compile(r"[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]*/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]*")
 _FILE_KEYS = frozenset({"text", "base64", "filename", "contentType"})
 _ESCAPES = str.maketrans({'"': "%22", "\r": "%0D", "\n": "%0A"})
 _OCTETS = "application/octet-stream"
@@ -142,9 +140,7 @@ def _file(prop: str, value: JsonValue, max_size: int) -> tuple[bytes, str | None
     filename, content_type = value.get("filename"), value.get("contentType")
     if filename is not None and not isinstance(filename, str):
         raise InputRefused(f"'{prop}.filename' must be a string.")
-    if content_type is not None and not (
-        isinstance(content_type, str) and _CONTENT_TYPE.fullmatch(content_type)
-    ):
+    if content_type is not None and not is_media_type(content_type):
         raise InputRefused(f"'{prop}.contentType' must be a media type such as image/png.")
     return content, filename, content_type
 
@@ -190,4 +186,4 @@ def _multipart(
 
 
 def _concrete(content_type: str | None) -> str | None:
-    return content_type if content_type and "*" not in content_type else None
+    return content_type if is_media_type(content_type) else None

@@ -10,7 +10,7 @@ disagree, or a style its place cannot have.
 from __future__ import annotations
 
 import re
-from typing import Literal, TypeAlias
+from typing import Literal, TypeAlias, TypeGuard
 
 import attrs
 from cattrs.gen import override
@@ -27,6 +27,7 @@ __all__ = (
     "Param",
     "RequestTemplate",
     "Style",
+    "is_media_type",
     "placeholders",
     "style_problem",
 )
@@ -48,10 +49,18 @@ _STYLES: dict[str, tuple[str, ...]] = {
     "query": ("form", "spaceDelimited", "pipeDelimited", "deepObject"),
     "header": ("simple",),
 }
-# A media type as a Content-Type names it, without parameters (RFC 6838 names, or a wildcard).
-_MEDIA_TYPE = re.compile(
-    r"(?:[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]*|\*)/(?:[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]*|\*)"
-)
+# A media type as a Content-Type names it, without parameters (RFC 6838 names).
+_NAME = r"[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]*"
+_MEDIA_TYPE = re.compile(rf"{_NAME}/{_NAME}")
+_MEDIA_RANGE = re.compile(rf"(?:{_NAME}|\*)/(?:{_NAME}|\*)")
+
+
+def is_media_type(value: object, *, wildcard: bool = False) -> TypeGuard[str]:
+    """Whether ``value`` is a media type such as ``image/png`` with no parameters (or, with
+    ``wildcard``, a range such as ``image/*``): what may follow ``Content-Type:``."""
+    pattern = _MEDIA_RANGE if wildcard else _MEDIA_TYPE
+    return isinstance(value, str) and pattern.fullmatch(value) is not None
+
 
 _LOCATIONS = ("path", "query", "header")
 _METHOD = re.compile(r"[A-Z]+")
@@ -149,9 +158,7 @@ class Encoding:
         problem = style_problem("query", self.style, self.explode)
         if problem is not None:
             raise ValueError(problem)
-        if self.content_type is not None and not (
-            isinstance(self.content_type, str) and _MEDIA_TYPE.fullmatch(self.content_type)
-        ):
+        if self.content_type is not None and not is_media_type(self.content_type, wildcard=True):
             raise ValueError(
                 f"content_type must be a media type such as text/plain, not {self.content_type!r}"
             )
@@ -226,7 +233,7 @@ class RequestTemplate:
     def _check_media_type(self, _attribute: object, value: object) -> None:
         if value is None:
             return
-        if not isinstance(value, str) or not _MEDIA_TYPE.fullmatch(value):
+        if not is_media_type(value, wildcard=True):
             raise ValueError(f"media_type must be a media type such as {FORM}, not {value!r}")
         if self.body is None:
             raise ValueError("a media_type needs a body property")

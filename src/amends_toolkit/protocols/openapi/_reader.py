@@ -33,6 +33,7 @@ from amends_toolkit.protocols.http import (
     Param,
     RequestTemplate,
     file_schema,
+    is_media_type,
     placeholders,
     style_problem,
 )
@@ -51,7 +52,6 @@ _IGNORED_HEADERS = frozenset({"accept", "content-type", "authorization"})
 _TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 _MAX_NAME = 64
 _MAX_REF_HOPS = 32
-_MEDIA_TYPE = re.compile(r"[a-z0-9][a-z0-9!#$&^_.+-]*/(?:[a-z0-9][a-z0-9!#$&^_.+-]*|\*)")
 
 
 class DocumentError(ValueError):
@@ -374,7 +374,7 @@ class _Reader:
         for essence, media in essences.items():
             raw = _entry(content, media).get("schema")
             shape = self._schemas.resolve(raw) if raw is not None else {}
-            if _MEDIA_TYPE.fullmatch(essence) and (_is_file(shape) or _is_text(shape)):
+            if is_media_type(essence, wildcard=True) and (_is_file(shape) or _is_text(shape)):
                 return _Body(
                     schema=file_schema(_text(description), named=False),
                     refs=set(),
@@ -418,11 +418,8 @@ class _Reader:
                 fields[field] = item
                 continue
             content_type = options.get("contentType")
-            single = (
-                content_type
-                if isinstance(content_type, str) and _MEDIA_TYPE.fullmatch(content_type)
-                else None
-            )
+            # A list of types ("image/png, image/jpeg") leaves the choice to the model's file.
+            single = content_type if is_media_type(content_type, wildcard=True) else None
             items = (
                 self._schemas.resolve(resolved.get("items"))
                 if isinstance(resolved, dict) and _is(resolved, "array")
