@@ -156,6 +156,7 @@ async def test_query_styles_arrive_as_openapi_writes_them(base_url: str) -> None
         ({"deep": "text"}, "must be an object"),
         ({"flat": {"k,": 1}}, "joined by ','"),
         ({"deep": {"a": {"b": 1}}}, "values must be strings"),
+        ({"spread": {"gt": 1, "many": "x"}}, "may not hold the key 'many'"),
     ],
 )
 async def test_a_value_holding_its_delimiter_is_refused_and_nothing_is_sent(

@@ -7,7 +7,8 @@ What the model gives fills the places a template has for it and decides nothing 
   another operation;
 - a value is a string, a number or a boolean (``true``/``false``, numbers as JSON writes them),
   or a list or an object of them, written in its parameter's style (see ``_styles``);
-- a query parameter's pairs are encoded by the client, as a form's are;
+- a query parameter's pairs are encoded by the client, as a form's are; an exploded object's keys
+  name its pairs, and may not be the name of another query parameter of the template;
 - a header may take a list, joined by ``", "``; a header value may hold only visible ASCII and
   inner spaces or tabs, so that no value adds or splits a header;
 - a ``null`` or a missing property leaves its query parameter or header out; a path value is
@@ -69,6 +70,7 @@ def build_request(
     path = template.path
     query: list[tuple[str, str]] = []
     headers: list[tuple[str, str]] = []
+    query_names = {param.name for param in template.params.values() if param.location == "query"}
     for prop, param in template.params.items():
         value = input.get(prop)
         if param.location == "path":
@@ -77,7 +79,14 @@ def build_request(
         elif value is None:
             continue
         elif param.location == "query":
-            query.extend(query_pairs(prop, param.name, value, param.style, param.explode))
+            pairs = query_pairs(prop, param.name, value, param.style, param.explode)
+            # An exploded object's keys name its pairs; none may pass for another parameter.
+            taken = [name for name, _ in pairs if name != param.name and name in query_names]
+            if taken:
+                raise InputRefused(
+                    f"'{prop}' may not hold the key '{taken[0]}', a parameter of its own."
+                )
+            query.extend(pairs)
         else:
             header = header_text(prop, value, param.explode)
             if header is not None:
