@@ -301,8 +301,8 @@ async def test_multipart_form_data_is_read_by_python_multipart(base_url: str) ->
 @pytest.mark.parametrize(
     ("file", "why"),
     [
-        ({"text": "a", "base64": "YQ=="}, "not both"),
-        ({}, "not both"),
+        ({"text": "a", "base64": "YQ=="}, "one of 'text' or 'base64'"),
+        ({}, "one of 'text' or 'base64'"),
         ({"base64": "not base64!"}, "is not base64"),
         ({"text": "a", "contentType": "text/plain\r\nX-Evil: 1"}, "must be a media type"),
         ({"text": "a", "path": "/etc/passwd"}, "optionally 'filename'"),

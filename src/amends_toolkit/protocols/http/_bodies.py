@@ -79,7 +79,7 @@ def encode_body(template: RequestTemplate, value: JsonValue, *, max_size: int) -
     if media is None or is_json(media):
         content, content_type = _json(prop, value), media or "application/json"
     elif media == FORM:
-        pairs = []
+        pairs: list[tuple[str, str]] = []
         for field, item in _fields(prop, value):
             encoding = template.encoding.get(field, Encoding())
             pairs += query_pairs(f"{prop}.{field}", field, item, encoding.style, encoding.explode)
@@ -88,8 +88,7 @@ def encode_body(template: RequestTemplate, value: JsonValue, *, max_size: int) -
         content, content_type = _multipart(template, prop, value, max_size)
     else:
         content, _, given = _file(prop, value, max_size)
-        assert media is not None
-        content_type = media if "*" not in media else given or _OCTETS
+        content_type = _concrete(media) or given or _OCTETS
     if len(content) > max_size:
         raise _too_long(prop, max_size)
     return content, content_type
@@ -123,7 +122,7 @@ def _file(prop: str, value: JsonValue, max_size: int) -> tuple[bytes, str | None
         )
     text, encoded = value.get("text"), value.get("base64")
     if (text is None) == (encoded is None):
-        raise InputRefused(f"'{prop}' is a file: give its content as 'text' or 'base64', not both.")
+        raise InputRefused(f"'{prop}' is a file: give its content as one of 'text' or 'base64'.")
     if isinstance(text, str):
         content = text.encode()
     elif isinstance(encoded, str):
@@ -148,13 +147,14 @@ def _file(prop: str, value: JsonValue, max_size: int) -> tuple[bytes, str | None
 def _multipart(
     template: RequestTemplate, prop: str, value: JsonValue, max_size: int
 ) -> tuple[bytes, str]:
-    fields = _fields(prop, value)
-    files = [(f, item) for f, item in fields if template.encoding.get(f, Encoding()).file]
-    others = [(f, item) for f, item in fields if not template.encoding.get(f, Encoding()).file]
+    fields = [
+        (field, item, template.encoding.get(field, Encoding()))
+        for field, item in _fields(prop, value)
+    ]
     parts: list[tuple[str, bytes]] = []
     size = 0
-    for field, item in others + files:
-        encoding = template.encoding.get(field, Encoding())
+    # Fields before files (a stable sort keeps the order given within each).
+    for field, item, encoding in sorted(fields, key=lambda field: field[2].file):
         for one in item if isinstance(item, list) else [item]:
             where = f"{prop}.{field}"
             disposition = f'form-data; name="{field.translate(_ESCAPES)}"'
