@@ -10,7 +10,16 @@ other becomes ``_``), or the method and the path (``get_pets_petId``) without on
 than 64 characters is cut and ends with a fingerprint of the whole. Its input has a property for
 each parameter, named as the parameter is in the characters model APIs accept for properties
 (``[A-Za-z0-9_.-]``, at most 64), with the place put before the name (``query_id``) when two
-would share one or one is ``body``, and a property ``body`` for a JSON request body.
+would share one or one is ``body``, and a property ``body`` for the request body.
+
+Parameters keep their ``style`` and ``explode`` in the template; a list or an object of anything
+but scalars is skipped (``object_parameter``), as is a style OpenAPI leaves undefined
+(``parameter_style``). The body is the first of: JSON (``application/json``, then a ``+json``
+type, sent under its own name), a form (``application/x-www-form-urlencoded``, each field's
+encoding style kept), multipart form data (each binary field a file the model gives as text or
+base64; a field's ``contentType`` kept; styles ignored, as OpenAPI 3.1.0 says), or a file of any
+other media type whose schema is a string or none; else ``body_not_json``. A ``requestBody``
+whose ``content`` is not a map of media types is ``invalid``.
 """
 
 from __future__ import annotations
