@@ -359,6 +359,13 @@ async def test_openais_deep_object_metadata_arrives_in_brackets(base_url: str) -
     assert sorted(map(str, query)) == ["['limit', '2']", "['metadata[team]', 'a b']"]
 
 
+async def test_openais_beta_path_sends_its_query_with_every_request(base_url: str) -> None:
+    op = corpus_operation("openai-3.1.yaml", "beta_getResponse")
+    answer = await call_corpus(base_url, op, {"response_id": "resp_1", "stream": False})
+    assert answer["path"] == "/responses/resp_1"
+    assert answer["query"] == [["beta", "true"], ["stream", "false"]]
+
+
 async def test_twilios_form_body_arrives_as_a_form(base_url: str) -> None:
     op = corpus_operation("twilio-messaging-v1-3.0.yaml", "CreateTollfreeVerification")
     body: JsonObject = {

@@ -154,6 +154,7 @@ FORM_OPERATION = Operation(
         body="body",
         media_type="multipart/form-data",
         encoding={"file": Encoding(file=True, content_type="image/png"), "meta": Encoding()},
+        query={"beta": "true"},
     ),
 )
 
@@ -171,6 +172,7 @@ def test_styles_and_body_encodings_are_catalog_json_and_defaults_are_left_out() 
         "body": "body",
         "mediaType": "multipart/form-data",
         "encoding": {"file": {"contentType": "image/png", "file": True}, "meta": {}},
+        "query": {"beta": "true"},
     }
     assert at.catalog.load(Operation, data) == FORM_OPERATION
 
@@ -235,6 +237,8 @@ def test_a_style_its_place_cannot_have_is_refused(
             },
             "no style",
         ),
+        ({"query": {"": "x"}}, "non-empty name"),
+        ({"query": {"q": "x"}, "params": {"q": Param(location="query", name="q")}}, "both sent"),
         (
             {"body": "b", "media_type": "multipart/form-data", "encoding": {"f": "file"}},
             "at.http.Encoding",

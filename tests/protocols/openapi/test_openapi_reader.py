@@ -602,19 +602,21 @@ def test_a_path_its_parameters_do_not_match_is_skipped(path: str, names: list[st
     assert skipped(result).reason == "path_mismatch"
 
 
-def test_a_path_with_a_query_is_skipped_and_a_fragment_is_not_sent() -> None:
+def test_a_query_in_a_path_is_sent_with_every_request_and_a_fragment_is_not_sent() -> None:
     result = read(
         {
             "/files/{id}#shared": {
                 "get": {"operationId": "a", "parameters": [param("id", "path")]}
             },
-            "/responses?beta=true": {"get": {"operationId": "b"}},
+            "/responses?beta=true&v=": {"get": {"operationId": "b"}},
+            "/twice?q=1": {"get": {"operationId": "c", "parameters": [param("q")]}},
         }
     )
-    (operation,) = result.operations
-    assert operation.request.path == "/files/{id}"
+    first, second = result.operations
+    assert first.request.path == "/files/{id}"
+    assert (second.request.path, second.request.query) == ("/responses", {"beta": "true", "v": ""})
     (skip,) = result.skipped
-    assert (skip.path, skip.reason) == ("/responses?beta=true", "invalid")
+    assert (skip.path, skip.reason) == ("/twice?q=1", "invalid")
 
 
 def test_path_items_that_cannot_be_read_are_skipped_whole() -> None:

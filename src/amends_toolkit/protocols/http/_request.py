@@ -68,9 +68,10 @@ def build_request(
         InputRefused: a value breaks one of the rules above; the message tells the model which.
     """
     path = template.path
-    query: list[tuple[str, str]] = []
+    query: list[tuple[str, str]] = list(template.query.items())
     headers: list[tuple[str, str]] = []
     query_names = {param.name for param in template.params.values() if param.location == "query"}
+    query_names.update(template.query)
     for prop, param in template.params.items():
         value = input.get(prop)
         if param.location == "path":

@@ -171,13 +171,15 @@ class RequestTemplate:
     """The request an operation sends: ``method``, ``path`` (with ``{name}`` for each path
     parameter), where each input property goes (``params``), the property holding the body
     (``body``), if any, and how the body is sent: ``media_type`` (``None`` for
-    ``application/json``; a form, multipart form data, or any other type for a file's bytes) and
-    ``encoding``, how each field of a form or multipart body is sent.
+    ``application/json``; a form, multipart form data, or any other type for a file's bytes),
+    ``encoding``, how each field of a form or multipart body is sent, and ``query``, pairs sent
+    with every request whatever the input (``{"beta": "true"}``).
 
     Raises:
         ValueError: the method is not an upper-case token, the path does not start with ``/`` or
-            holds a query, its placeholders and the path parameters do not match one to one, or
-            the body's media type or encoding is not one it can have.
+            holds a query, its placeholders and the path parameters do not match one to one, the
+            body's media type or encoding is not one it can have, or a fixed query pair is also
+            a parameter.
     """
 
     method: str = attrs.field()
@@ -186,6 +188,7 @@ class RequestTemplate:
     body: str | None = attrs.field(default=None)
     media_type: str | None = attrs.field(default=None)
     encoding: dict[str, Encoding] = attrs.field(factory=dict)
+    query: dict[str, str] = attrs.field(factory=dict)
 
     @method.validator
     def _check_method(self, _attribute: object, value: object) -> None:
@@ -238,6 +241,17 @@ class RequestTemplate:
         if self.body is None:
             raise ValueError("a media_type needs a body property")
 
+    @query.validator
+    def _check_query(self, _attribute: object, value: dict[str, str]) -> None:
+        names = {p.name for p in self.params.values() if p.location == "query"}
+        for key, item in value.items():
+            if not isinstance(key, str) or not key or not isinstance(item, str):
+                raise ValueError(
+                    "each query pair the template sends is a non-empty name and a string"
+                )
+            if key in names:
+                raise ValueError(f"query {key!r} is both sent as given and a parameter")
+
     @encoding.validator
     def _check_encoding(self, _attribute: object, value: dict[str, Encoding]) -> None:
         if not value:
@@ -269,5 +283,5 @@ class Operation:
 
 register(Param, omit_none=True, location=override(rename="in"))
 register(Encoding, omit_default=("content_type", "style", "explode", "file"))
-register(RequestTemplate, omit_default=("media_type", "encoding"))
+register(RequestTemplate, omit_default=("media_type", "encoding", "query"))
 register(Operation)

@@ -28,7 +28,7 @@ import hashlib
 import re
 from collections import Counter
 from typing import TYPE_CHECKING, Literal
-from urllib.parse import unquote
+from urllib.parse import parse_qsl, unquote
 
 import attrs
 
@@ -224,8 +224,9 @@ class _Reader:
 
     def _operation(self, method: str, key: str, value: JsonValue, common: JsonValue) -> Operation:
         # A fragment is never sent: documents use one to keep two operations on one path apart
-        # (/files/{id}#get_shared_link).
-        path = key.partition("#")[0]
+        # (/files/{id}#get_shared_link). A query in a path key, which OpenAPI does not allow
+        # but documents write (/responses?beta=true), is sent with every request.
+        path, _, fixed = key.partition("#")[0].partition("?")
         if isinstance(value, dict) and "$ref" in value:
             raise Unreadable("reference", f"the operation is a reference ({value['$ref']!r})")
         if not isinstance(value, dict):
@@ -270,6 +271,7 @@ class _Reader:
                 body="body" if body else None,
                 media_type=body.media_type if body else None,
                 encoding=body.encoding if body else {},
+                query=dict(parse_qsl(fixed, keep_blank_values=True)),
             )
         except ValueError as error:
             raise Unreadable("invalid", str(error)) from None
