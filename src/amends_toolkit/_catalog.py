@@ -72,12 +72,21 @@ _converter.register_structure_hook_func(lambda kind: kind == Decision, _decision
 _KEYS: dict[str, str] = {}
 
 
-def register(cls: type[Any], *, omit_none: bool = False, **overrides: Any) -> None:
+def _default(field: Any) -> Any:
+    default = field.default
+    return default.factory() if hasattr(default, "factory") else default
+
+
+def register(
+    cls: type[Any], *, omit_none: bool = False, omit_default: tuple[str, ...] = (), **overrides: Any
+) -> None:
     """Teach the catalog an attrs class: camelCase keys, extra keys refused.
 
     ``omit_none`` leaves out attributes that are ``None`` (hints a source did not give, so that a
-    reader's default applies). ``overrides`` are cattrs ``override(...)`` values by attribute
-    name, for keys or hooks of their own.
+    reader's default applies); ``omit_default`` names attributes left out when they equal their
+    default (options added later, so that older catalog JSON is written as it was).
+    ``overrides`` are cattrs ``override(...)`` values by attribute name, for keys or hooks of
+    their own.
     """
     fields = {
         field.name: overrides.get(field.name, override(rename=_camel(field.name)))
@@ -85,11 +94,21 @@ def register(cls: type[Any], *, omit_none: bool = False, **overrides: Any) -> No
     }
     _KEYS.update({name: spec.rename for name, spec in fields.items() if spec.rename})
     unstructure = make_dict_unstructure_fn(cls, _converter, **fields)
-    if omit_none:
+    defaults = {
+        fields[field.name].rename or field.name: _default(field)
+        for field in cls.__attrs_attrs__
+        if field.name in omit_default
+    }
+    if omit_none or defaults:
         base = unstructure
 
         def unstructure(value: Any) -> dict[str, Any]:
-            return {key: item for key, item in base(value).items() if item is not None}
+            return {
+                key: item
+                for key, item in base(value).items()
+                if not (omit_none and item is None)
+                and not (key in defaults and item == defaults[key])
+            }
 
     _converter.register_unstructure_hook(cls, unstructure)
     structure = make_dict_structure_fn(cls, _converter, _cattrs_forbid_extra_keys=True, **fields)

@@ -1,15 +1,34 @@
 """HTTP operations written by hand, and the source that sends them.
 
 The request rules: a path value is percent-encoded and may not be empty, ``.`` or ``..``; a value
-is a string, a number or a boolean; a query may take a list (a key for each value), a header a
-list joined by commas; a header value with a character that could add or split a header is
-refused; the client's own headers (its credentials) come last and win. See :func:`make` for what
-each answer becomes.
+is a string, a number or a boolean, or a list or an object of them written in its parameter's
+OpenAPI style (``Param.style``, ``Param.explode``); a header list is joined by commas; a header
+value with a character that could add or split a header is refused; the body is JSON, a form,
+multipart form data or a file (``RequestTemplate.media_type`` and ``encoding``), a file given as
+text or base64; the client's own headers (its credentials) come last and win. See :func:`make`
+for what each answer becomes.
 """
 
 from __future__ import annotations
 
 from amends_toolkit.actors._http import AsyncClient, HttpSource, make
-from amends_toolkit.protocols.http import Location, Operation, Param, RequestTemplate
+from amends_toolkit.protocols.http import (
+    Encoding,
+    Location,
+    Operation,
+    Param,
+    RequestTemplate,
+    Style,
+)
 
-__all__ = ("AsyncClient", "HttpSource", "Location", "Operation", "Param", "RequestTemplate", "make")
+__all__ = (
+    "AsyncClient",
+    "Encoding",
+    "HttpSource",
+    "Location",
+    "Operation",
+    "Param",
+    "RequestTemplate",
+    "Style",
+    "make",
+)

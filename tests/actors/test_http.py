@@ -281,8 +281,11 @@ async def test_query_values_are_encoded_never_sent_raw(setup: Setup) -> None:
         (".", "may not be empty, '.' or '..'"),
         ("..", "may not be empty, '.' or '..'"),
         (None, "is required"),
-        (["a"], "give one string"),
-        ({"a": 1}, "not an object"),
+        ([], "may not be an empty list"),
+        ({}, "may not be an empty object"),
+        (["."], "may not be empty, '.' or '..'"),
+        ([["a"]], "not a nested list"),
+        ({"a": {"b": 1}}, "values must be strings"),
     ],
 )
 async def test_a_path_value_that_would_change_the_path_is_refused(
@@ -307,12 +310,19 @@ async def test_a_header_value_that_could_add_a_header_is_refused(setup: Setup, v
 
 
 @pytest.mark.anyio
-@pytest.mark.parametrize("value", [{"a": 1}, [["a"]], [{"a": 1}]])
-async def test_a_query_value_must_be_a_string_number_or_boolean(
-    setup: Setup, value: at.JsonValue
+@pytest.mark.parametrize(
+    ("value", "why"),
+    [
+        ({"a": [1]}, "'q' is an object whose values must be strings"),
+        ([["a"]], "'q' must be a string, a number"),
+        ([{"a": 1}], "'q' must be a string, a number"),
+    ],
+)
+async def test_a_query_value_must_be_a_string_number_or_boolean_or_a_list_or_object_of_them(
+    setup: Setup, value: at.JsonValue, why: str
 ) -> None:
     async with source_for(setup) as source:
-        with pytest.raises(at.InvalidInputError, match="'q' must be a string, a number"):
+        with pytest.raises(at.InvalidInputError, match=why):
             await source.call("get_item", {"item_id": "1", "q": value})
     assert setup.api.requests == []
 

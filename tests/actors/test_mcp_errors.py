@@ -6,7 +6,8 @@ import pytest
 
 import amends_toolkit as at
 from amends_toolkit.actors import _mcp_errors as _errors
-from amends_toolkit.actors._mcp_errors import error_for_rpc, error_for_status, parse_retry_after
+from amends_toolkit.actors._mcp_errors import error_for_rpc, error_for_status
+from amends_toolkit.protocols.http import outcome
 from amends_toolkit.protocols.mcp._jsonrpc import ErrorResponse
 
 
@@ -64,9 +65,10 @@ def test_an_error_status_with_a_json_rpc_body_takes_the_bodys_reason_unless_it_i
     assert type(error_for_status("s", 500, method="tools/call", error=body)) is at.UnavailableError
 
 
-@pytest.mark.parametrize(
-    ("value", "seconds"),
-    [(None, None), ("12", 12.0), ("soon", None), ("Wed, 21 Oct 2015 07:28:00 GMT", 0.0)],
-)
-def test_retry_after_is_read_in_seconds(value: str | None, seconds: float | None) -> None:
-    assert parse_retry_after(value) == seconds
+def test_the_statuses_of_authentication_and_unavailability_are_the_http_sources() -> None:
+    for status in range(100, 600):
+        reason = type(error_for_status("s", status, method="tools/call"))
+        kind = outcome(status)
+        assert (reason is at.AuthenticationError) == (kind == "authentication"), status
+        if kind == "unavailable":
+            assert reason is at.UnavailableError, status

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from typing import cast
 
@@ -494,6 +495,25 @@ async def test_a_cursor_given_twice_is_an_invalid_response() -> None:
     async with client:
         with pytest.raises(at.InvalidResponseError):
             await src.discover()
+
+
+@pytest.mark.anyio
+async def test_a_retry_after_date_is_gmt_whatever_the_machines_zone(machine_zone: str) -> None:
+    # The asctime form names no zone; HTTP says it is GMT all the same.
+    when = time.strftime("%a %b %d %H:%M:%S %Y", time.gmtime(time.time() + 119))
+    server = Server(
+        {
+            "tools/call": lambda body, _: httpx.Response(
+                503, headers={"retry-after": when}, text="busy"
+            )
+        }
+    )
+    src, client = source(server)
+    async with client:
+        with pytest.raises(at.UnavailableError) as caught:
+            await src.call("echo", {})
+    assert caught.value.retry_after is not None
+    assert 110 <= caught.value.retry_after <= 119
 
 
 @pytest.mark.anyio

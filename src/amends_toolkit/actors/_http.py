@@ -7,7 +7,8 @@ This is the one place where what HTTP answered becomes a ``ToolSourceError`` rea
 What happened                    Reason
 ===============================  ================================================================
 an input value the template      ``InvalidInputError``, saying which property and why
-cannot send
+cannot send, or a body longer
+than ``max_body_size``
 2xx                              the body as JSON (a JSON content type), as text, or null
                                  without one; ``InvalidResponseError`` when it says it is JSON
                                  and is not, or is not text at all
@@ -54,6 +55,7 @@ from amends_toolkit._errors import (
 from amends_toolkit._log import get_logger
 from amends_toolkit.protocols.http import (
     FAILURE_TEXT_LENGTH,
+    MAX_BODY_SIZE,
     BoundedText,
     InputRefused,
     Operation,
@@ -149,6 +151,7 @@ class HttpSource:
         client: AsyncClient,
         timeout: float,
         max_answer_length: int,
+        max_body_size: int,
     ) -> None:
         self._name = name
         self._base_url = base_url
@@ -157,6 +160,7 @@ class HttpSource:
         self._client = client
         self._timeout = timeout
         self._max_answer_length = max_answer_length
+        self._max_body_size = max_body_size
 
     @property
     def name(self) -> str:
@@ -188,7 +192,12 @@ class HttpSource:
         if operation is None:
             raise NotFoundError(source=self._name, message=f"no operation named {tool!r}")
         try:
-            wire = build_request(operation.request, input, base_url=self._base_url)
+            wire = build_request(
+                operation.request,
+                input,
+                base_url=self._base_url,
+                max_body_size=self._max_body_size,
+            )
         except InputRefused as error:
             raise InvalidInputError(source=self._name, message=str(error)) from None
         # The client's own headers and query parameters (its credentials) come last and win: one
@@ -303,6 +312,7 @@ def make(
     client: AsyncClient,
     timeout: float = 30.0,
     max_answer_length: int = 200_000,
+    max_body_size: int = MAX_BODY_SIZE,
 ) -> HttpSource:
     """A source of ``operations`` that sends their requests to ``base_url`` over ``client``.
 
@@ -320,6 +330,8 @@ def make(
             ``UnavailableError``.
         max_answer_length: characters of an answer the model may read; a longer one fails as
             ``CallFailedError``.
+        max_body_size: bytes a request body may have (a file the model gives included); a
+            longer one is refused as ``InvalidInputError`` before anything is sent.
 
     Raises:
         ValueError: a bad option, or two operations with one name (the message names them).
@@ -340,6 +352,8 @@ def make(
     if max_answer_length < 1:
         raise ValueError("max_answer_length must be a positive int")
     check_client(client)
+    if isinstance(max_body_size, bool) or not isinstance(max_body_size, int) or max_body_size < 1:
+        raise ValueError("max_body_size must be a positive int")
     operations = tuple(operations)
     for operation in operations:
         if not isinstance(operation, Operation):
@@ -355,4 +369,5 @@ def make(
         client=client,
         timeout=float(timeout),
         max_answer_length=max_answer_length,
+        max_body_size=max_body_size,
     )

@@ -34,10 +34,9 @@ from amends_toolkit._log import get_logger
 from amends_toolkit.actors._mcp_errors import (
     error_for_rpc,
     error_for_status,
-    parse_retry_after,
 )
 from amends_toolkit.actors._mcp_listing import list_tools
-from amends_toolkit.protocols.http import check_client
+from amends_toolkit.protocols.http import check_client, outcome, retry_after
 from amends_toolkit.protocols.mcp._headers import HeaderMark, encode_value, param_headers
 from amends_toolkit.protocols.mcp._http import (
     Answer,
@@ -208,12 +207,12 @@ class McpHttpSource:
             except ProtocolError:
                 return "session"
             status, reply = answer.status, answer.message
-            if status in (401, 403, 408, 429) or status >= 500:
+            if outcome(status) in ("authentication", "unavailable"):
                 raise error_for_status(
                     self._name,
                     status,
                     method="server/discover",
-                    retry_after=parse_retry_after(answer.retry_after),
+                    retry_after=retry_after(answer.retry_after),
                 )
             if isinstance(reply, Response):
                 versions = reply.result.get("supportedVersions")
@@ -371,7 +370,7 @@ class McpHttpSource:
             self._name,
             answer.status,
             method=method,
-            retry_after=parse_retry_after(answer.retry_after),
+            retry_after=retry_after(answer.retry_after),
         )
 
     def _result(self, answer: Answer, method: str) -> JsonObject:

@@ -26,7 +26,8 @@ any other code on any other method          InvalidResponseError
 HTTP status                                 reason
 ==========================================  =========================================
 401, 403                                    AuthenticationError
-408, 429, 5xx                               UnavailableError (``retry_after`` from Retry-After)
+408, 429, 5xx                               UnavailableError (``retry_after`` from Retry-After,
+                                            read by ``protocols.http.retry_after``)
 404 (no session to renew, no JSON-RPC)      InvalidResponseError (no MCP endpoint there)
 405, 406, 415                               UnsupportedError
 other 4xx with a JSON-RPC error             the error's reason (table above)
@@ -41,8 +42,6 @@ host's message says what to fix.
 
 from __future__ import annotations
 
-import email.utils
-import time
 from typing import Final
 
 from amends_toolkit._errors import (
@@ -55,6 +54,7 @@ from amends_toolkit._errors import (
     UnavailableError,
     UnsupportedError,
 )
+from amends_toolkit.protocols.http import outcome
 from amends_toolkit.protocols.mcp._jsonrpc import (
     HEADER_MISMATCH,
     INTERNAL_ERROR,
@@ -67,7 +67,7 @@ from amends_toolkit.protocols.mcp._jsonrpc import (
     ErrorResponse,
 )
 
-__all__ = ("MAX_MODEL_TEXT", "error_for_rpc", "error_for_status", "parse_retry_after")
+__all__ = ("MAX_MODEL_TEXT", "error_for_rpc", "error_for_status")
 
 MAX_MODEL_TEXT: Final = 500
 """The most of a server's own words a model reads in one failure."""
@@ -122,9 +122,10 @@ def error_for_status(
 ) -> ToolSourceError:
     """The reason an HTTP status (and the JSON-RPC error its body held, if any) is."""
     described = f"{method} was answered with HTTP {status}"
-    if status in (401, 403):
+    kind = outcome(status)
+    if kind == "authentication":
         return AuthenticationError(source=source, message=described)
-    if status in (408, 429) or 500 <= status <= 599:
+    if kind == "unavailable":
         return UnavailableError(source=source, message=described, retry_after=retry_after)
     if 400 <= status <= 499 and error is not None:
         return error_for_rpc(source, error, method=method)
@@ -136,17 +137,3 @@ def error_for_status(
     if status in (405, 406, 415):
         return UnsupportedError(source=source, message=described)
     return InvalidResponseError(source=source, message=described)
-
-
-def parse_retry_after(value: str | None) -> float | None:
-    """Seconds from a ``Retry-After`` header (delta-seconds or an HTTP date), else ``None``."""
-    if value is None:
-        return None
-    value = value.strip()
-    if value.isdigit():
-        return float(value)
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, when.timestamp() - time.time())

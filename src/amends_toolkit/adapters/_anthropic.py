@@ -14,6 +14,7 @@ from amends_toolkit.adapters._calls import (
     run_all,
     text_field,
 )
+from amends_toolkit.adapters._schemas import model_schema
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -26,9 +27,14 @@ __all__ = ("anthropic_tools", "run_anthropic_tool_uses")
 
 def anthropic_tools(toolkit: Toolkit) -> list[JsonObject]:
     """The toolkit's tools as Messages API tools: ``{"name", "description", "input_schema"}``,
-    as the ``anthropic`` SDK's ``ToolParam`` is."""
+    as the ``anthropic`` SDK's ``ToolParam`` is: an object root, and property names the API
+    accepts (a tool use's input is given back the source's names; see ``_schemas``)."""
     return [
-        {"name": tool.name, "description": tool.description, "input_schema": tool.input_schema}
+        {
+            "name": tool.name,
+            "description": tool.description,
+            "input_schema": model_schema(tool.input_schema),
+        }
         for tool in toolkit.tools.values()
     ]
 

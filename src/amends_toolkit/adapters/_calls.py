@@ -10,6 +10,8 @@ import anyio
 
 from amends_toolkit._errors import Failure
 from amends_toolkit._json import JsonValue
+from amends_toolkit.adapters._schemas import source_input
+from amends_toolkit.runtime import Session, Toolkit
 
 __all__ = (
     "NOT_OURS",
@@ -23,6 +25,7 @@ __all__ = (
     "read",
     "run_all",
     "text_field",
+    "with_source_names",
 )
 
 
@@ -92,8 +95,19 @@ def arguments(text: object) -> JsonValue | Failure:
     return value
 
 
+def with_source_names(caller: ToolCaller, name: str, input: JsonValue) -> JsonValue:
+    """A model's input given back the property names the tool's schema declares, where the
+    adapter gave the model other names (see ``_schemas``). Over a caller that is neither a
+    toolkit nor a session, the input is as the model gave it."""
+    toolkit = caller.toolkit if isinstance(caller, Session) else caller
+    if isinstance(toolkit, Toolkit) and name in toolkit:
+        return source_input(toolkit.tools[name].input_schema, input)
+    return input
+
+
 async def run_all(caller: ToolCaller, calls: Sequence[PendingCall]) -> list[JsonValue]:
-    """Run calls concurrently and give their results in the calls' order.
+    """Run calls concurrently and give their results in the calls' order, each input given
+    back its tool's property names first.
 
     Cancellation cancels every call; a failure is a result, so no call ends the others.
     """
@@ -103,7 +117,7 @@ async def run_all(caller: ToolCaller, calls: Sequence[PendingCall]) -> list[Json
         if isinstance(input, Failure):
             results[index] = input.to_json()
         else:
-            results[index] = await caller.call(name, input)
+            results[index] = await caller.call(name, with_source_names(caller, name, input))
 
     if len(calls) == 1:
         await run(0, *calls[0])

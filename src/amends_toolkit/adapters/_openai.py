@@ -1,7 +1,8 @@
 """OpenAI: the toolkit's tools as function tools, and a model's calls run and answered.
 
 Function tools are never in strict mode: the parameters are the source's and may leave a property
-optional, which strict mode refuses.
+optional, which strict mode refuses. The parameters have an object root and property names the
+API accepts; a model's arguments are given back the source's names (see ``_schemas``).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from amends_toolkit.adapters._calls import (
     run_all,
     text_field,
 )
+from amends_toolkit.adapters._schemas import model_schema
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -46,7 +48,7 @@ def openai_tools(toolkit: Toolkit) -> list[JsonObject]:
             "function": {
                 "name": tool.name,
                 "description": tool.description,
-                "parameters": tool.input_schema,
+                "parameters": model_schema(tool.input_schema),
                 "strict": False,
             },
         }
@@ -65,7 +67,7 @@ def openai_responses_tools(toolkit: Toolkit) -> list[JsonObject]:
             "type": "function",
             "name": tool.name,
             "description": tool.description,
-            "parameters": tool.input_schema,
+            "parameters": model_schema(tool.input_schema),
             "strict": False,
         }
         for tool in toolkit.tools.values()

@@ -13,6 +13,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from amends_toolkit._extras import missing_extra
+from amends_toolkit.adapters._calls import with_source_names
+from amends_toolkit.adapters._schemas import model_schema
 from amends_toolkit.runtime import Session, Toolkit
 
 try:
@@ -69,7 +71,7 @@ class ToolkitToolset(AbstractToolset[AgentDepsT]):
             ToolDefinition(
                 name=tool.name,
                 description=tool.description,
-                parameters_json_schema=tool.input_schema,
+                parameters_json_schema=model_schema(tool.input_schema),
                 strict=False,
             )
             for tool in self._toolkit.tools.values()
@@ -105,12 +107,13 @@ class ToolkitToolset(AbstractToolset[AgentDepsT]):
             ApprovalRequired: over a bare toolkit, the tool needs approval and the run has not
                 approved this call.
         """
+        input = with_source_names(self._caller, name, tool_args)
         if (
             isinstance(self._caller, Toolkit)
             and not ctx.tool_call_approved
             and name in self._toolkit
         ):
             entry = self._toolkit.entry(name)
-            if entry.check(tool_args) is None and entry.tool.requires_approval(tool_args):
+            if entry.check(input) is None and entry.tool.requires_approval(input):  # type: ignore[arg-type]
                 raise ApprovalRequired
-        return await self._caller.call(name, tool_args)
+        return await self._caller.call(name, input)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from datetime import UTC, datetime
 
 import pytest
@@ -65,6 +66,24 @@ def test_each_status_has_its_outcome(status: int, expected: str) -> None:
 )
 def test_retry_after_is_seconds_or_an_http_date(value: str | None, seconds: float | None) -> None:
     assert retry_after(value, now=NOW) == seconds
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "Mon, 30 Nov 2026 12:01:59 GMT",
+        "Mon, 30 Nov 2026 12:01:59 -0000",
+        "Mon Nov 30 12:01:59 2026",
+    ],
+)
+def test_an_http_date_is_gmt_whatever_the_machines_zone(machine_zone: str, value: str) -> None:
+    assert time.localtime(0).tm_zone == ("UTC" if machine_zone == "UTC" else "EST")
+    assert retry_after(value, now=NOW) == 119.0
+
+
+def test_a_delay_of_more_digits_than_a_number_of_seconds_has_is_none() -> None:
+    assert retry_after("9" * 10, now=NOW) == 9_999_999_999.0
+    assert retry_after("9" * 5000, now=NOW) is None
 
 
 def test_json_content_types_and_charsets_are_recognised() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import amends_toolkit as at
-from amends_toolkit.http import Operation, Param, RequestTemplate
+from amends_toolkit.http import Encoding, Operation, Param, RequestTemplate
 
 DEFINITION = at.ToolDefinition(
     name="get_item",
@@ -130,11 +130,13 @@ def test_a_param_that_cannot_be_sent_is_refused(location: str, name: str, messag
 def test_the_public_surface_of_at_http_is_pinned() -> None:
     assert at.http.__all__ == (
         "AsyncClient",
+        "Encoding",
         "HttpSource",
         "Location",
         "Operation",
         "Param",
         "RequestTemplate",
+        "Style",
         "make",
     )
     assert "http" in at.__all__
@@ -151,3 +153,118 @@ def test_an_operation_of_plain_data_is_refused_with_the_fix() -> None:
         "request must be an at.http.RequestTemplate, not dict; "
         "read stored catalog JSON with at.catalog.load(at.http.Operation, data)"
     )
+
+
+FORM_OPERATION = Operation(
+    definition=DEFINITION,
+    request=RequestTemplate(
+        method="POST",
+        path="/items/{id}",
+        params={
+            "item_id": Param(location="path", name="id", style="label", explode=True),
+            "fields": Param(location="query", name="fields", explode=False),
+        },
+        body="body",
+        media_type="multipart/form-data",
+        encoding={"file": Encoding(file=True, content_type="image/png"), "meta": Encoding()},
+        query={"beta": "true"},
+    ),
+)
+
+
+def test_styles_and_body_encodings_are_catalog_json_and_defaults_are_left_out() -> None:
+    data = at.catalog.dump(FORM_OPERATION)
+    assert isinstance(data, dict)
+    assert data["request"] == {
+        "method": "POST",
+        "path": "/items/{id}",
+        "params": {
+            "item_id": {"in": "path", "name": "id", "style": "label", "explode": True},
+            "fields": {"in": "query", "name": "fields", "explode": False},
+        },
+        "body": "body",
+        "mediaType": "multipart/form-data",
+        "encoding": {"file": {"contentType": "image/png", "file": True}, "meta": {}},
+        "query": {"beta": "true"},
+    }
+    assert at.catalog.load(Operation, data) == FORM_OPERATION
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda r: r["params"]["fields"].update(style="matrix"), "matrix"),
+        (lambda r: r["params"]["fields"].update(explode="no"), "explode"),
+        (lambda r: r.update(mediaType="not a type"), "media type"),
+        (lambda r: r["encoding"]["meta"].update(style="deepObject"), "style"),
+        (lambda r: r["encoding"]["meta"].update(filename="x"), "filename"),
+    ],
+)
+def test_catalog_json_of_a_style_or_encoding_that_is_wrong_is_refused(
+    change: object, message: str
+) -> None:
+    data = at.catalog.dump(FORM_OPERATION)
+    assert isinstance(data, dict)
+    change(data["request"])  # type: ignore[operator]
+    with pytest.raises(at.CatalogError, match=message):
+        at.catalog.load(Operation, data)
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        ({"location": "query", "style": "matrix"}, "not one of form"),
+        ({"location": "path", "style": "form"}, "not one of simple, label, matrix"),
+        ({"location": "header", "style": "label"}, "not one of simple"),
+        ({"location": "query", "style": "pipeDelimited", "explode": True}, "not defined"),
+        ({"location": "query", "style": "deepObject", "explode": False}, "only with explode=true"),
+        ({"location": "query", "explode": "yes"}, "true or false"),
+    ],
+)
+def test_a_style_its_place_cannot_have_is_refused(
+    arguments: dict[str, object], message: str
+) -> None:
+    with pytest.raises(ValueError, match=message):
+        Param(name="p", **arguments)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        ({"media_type": "application/x-www-form-urlencoded"}, "needs a body"),
+        ({"body": "b", "media_type": "text/plain; charset=utf-8"}, "media type"),
+        ({"body": "b", "encoding": {"f": Encoding()}}, "only a"),
+        (
+            {
+                "body": "b",
+                "media_type": "application/x-www-form-urlencoded",
+                "encoding": {"f": Encoding(file=True)},
+            },
+            "no file",
+        ),
+        (
+            {
+                "body": "b",
+                "media_type": "multipart/form-data",
+                "encoding": {"f": Encoding(style="form")},
+            },
+            "no style",
+        ),
+        ({"query": {"": "x"}}, "non-empty name"),
+        ({"query": {"q": "x"}, "params": {"q": Param(location="query", name="q")}}, "both sent"),
+        (
+            {"body": "b", "media_type": "multipart/form-data", "encoding": {"f": "file"}},
+            "at.http.Encoding",
+        ),
+    ],
+)
+def test_a_body_encoding_that_cannot_be_sent_is_refused_when_made(
+    arguments: dict[str, object], message: str
+) -> None:
+    with pytest.raises(ValueError, match=message):
+        RequestTemplate(method="POST", path="/", **arguments)  # type: ignore[arg-type]
+
+
+def test_an_encoding_content_type_must_be_a_media_type() -> None:
+    with pytest.raises(ValueError, match="media type"):
+        Encoding(content_type="image/png\r\nX: 1")

@@ -24,30 +24,39 @@ SWAGGER = "petstore-swagger-2.0.json"
 EXPECTED: dict[str, tuple[int, dict[str, int]]] = {
     "adyen-management-v3-3.1.json": (134, {}),
     "adyen-terminal-api-v1-3.1.json": (18, {}),
-    "box-3.0.json": (228, {"body_not_json": 5, "parameter_style": 63}),
+    # GET /search: mdfilters is a list of objects, which no OpenAPI style writes in a query.
+    "box-3.0.json": (295, {"object_parameter": 1}),
     "callback-example-3.0.yaml": (1, {}),
     "camara-quality-on-demand-3.0.yaml": (0, {"reference": 5}),
     "digitalocean-root-3.0.yaml": (0, {"reference": 659}),
-    "discord-3.1.json": (239, {"body_not_json": 3}),
+    "discord-3.1.json": (242, {}),
     "meilisearch-v1.4-3.1.yaml": (64, {"duplicate_name": 1, "path_mismatch": 6, "reference": 1}),
-    "openai-3.1.yaml": (
-        269,
-        {"body_not_json": 10, "invalid": 7, "object_parameter": 1, "parameter_style": 1},
-    ),
-    "parameters-style-3.1.yaml": (
-        3,
-        {"body_not_json": 6, "object_parameter": 5, "parameter_style": 11},
-    ),
+    "openai-3.1.yaml": (288, {}),
+    "parameters-style-3.1.yaml": (25, {}),
     "petstore-3.0.yaml": (3, {}),
-    "qdrant-3.0.json": (67, {"body_not_json": 2}),
-    "spotify-3.0.yaml": (95, {"body_not_json": 1, "parameter_style": 1}),
-    "stapi-star-trek-3.0.yaml": (80, {"body_not_json": 40}),
+    "qdrant-3.0.json": (69, {}),
+    "spotify-3.0.yaml": (97, {}),
+    "stapi-star-trek-3.0.yaml": (120, {}),
     "temporal-3.0.yaml": (105, {"duplicate_name": 121}),
     "tictactoe-3.1.yaml": (3, {}),
-    "twilio-messaging-v1-3.0.yaml": (42, {"body_not_json": 16}),
-    "uspto-3.0.json": (2, {"body_not_json": 1}),
+    "twilio-messaging-v1-3.0.yaml": (58, {}),
+    "uspto-3.0.json": (3, {}),
     "webhook-example-3.1.yaml": (0, {}),
 }
+
+# The ten real APIs issue 13 measured: 1,602 operations, 122 of them a second path of one RPC.
+LARGEST = (
+    "openai-3.1.yaml",
+    "box-3.0.json",
+    "adyen-management-v3-3.1.json",
+    "discord-3.1.json",
+    "temporal-3.0.yaml",
+    "qdrant-3.0.json",
+    "twilio-messaging-v1-3.0.yaml",
+    "stapi-star-trek-3.0.yaml",
+    "spotify-3.0.yaml",
+    "meilisearch-v1.4-3.1.yaml",
+)
 
 TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 PROPERTY_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
@@ -127,6 +136,18 @@ def test_no_address_of_the_document_is_used(name: str) -> None:
     urls = manifest()[name]["server_urls"]
     assert isinstance(urls, list)
     assert list(read.servers) == urls
+
+
+def test_at_least_97_percent_of_the_operations_that_are_not_duplicates_are_read() -> None:
+    operations = sum(int(str(manifest()[name]["operations"])) for name in LARGEST)
+    duplicates = sum(
+        1 for name in LARGEST for skip in result(name).skipped if skip.reason == "duplicate_name"
+    )
+    read = sum(len(result(name).operations) for name in LARGEST)
+    assert operations == 1602
+    assert read / (operations - duplicates) >= 0.97, (read, operations, duplicates)
+    for name in LARGEST:
+        assert all(skip.detail for skip in result(name).skipped)
 
 
 def test_the_documents_with_external_references_fetch_nothing_and_skip() -> None:

@@ -12,6 +12,7 @@ import pytest
 
 import amends_toolkit as at
 from amends_toolkit import JsonObject, JsonValue
+from amends_toolkit.protocols.http import file_schema
 
 
 def document(paths: JsonObject, *, version: str = "3.1.0", **extra: JsonValue) -> JsonObject:
@@ -28,6 +29,9 @@ def skipped(result: at.openapi.ReadResult) -> at.openapi.Skipped:
     assert result.operations == ()
     (skip,) = result.skipped
     return skip
+
+
+FORM = "application/x-www-form-urlencoded"
 
 
 def read(paths: JsonObject, **extra: Any) -> at.openapi.ReadResult:
@@ -398,43 +402,108 @@ def test_the_description_is_the_summary_and_description(
     ("operation", "reason", "detail"),
     [
         (
-            {"requestBody": {"content": {"multipart/form-data": {"schema": {}}}}},
+            {"requestBody": {"content": {"application/xml": {"schema": {"type": "object"}}}}},
             "body_not_json",
-            "multipart/form-data",
+            "application/xml",
         ),
         (
-            {"requestBody": {"content": {"application/octet-stream": {}, "text/plain": {}}}},
+            {
+                "requestBody": {
+                    "content": {
+                        "text/csv": {"schema": {"type": "array"}},
+                        "application/xml": {"schema": {"type": "object"}},
+                    }
+                }
+            },
             "body_not_json",
-            "application/octet-stream, text/plain",
+            "application/xml, text/csv",
         ),
-        ({"parameters": [param("q", style="spaceDelimited")]}, "parameter_style", "style"),
+        ({"requestBody": {"content": "?"}}, "invalid", "content is a string"),
+        ({"requestBody": {"content": ["application/json"]}}, "invalid", "not a map"),
+        ({"requestBody": {"description": "no content"}}, "invalid", "content is null"),
+        (
+            {"parameters": [param("q", style="spaceDelimited", explode=True)]},
+            "parameter_style",
+            "not defined with explode=true",
+        ),
         ({"parameters": [param("q", style="deepObject")]}, "parameter_style", "deepObject"),
         ({"parameters": [param("X", "header", style="form")]}, "parameter_style", "'form'"),
+        ({"parameters": [param("p", "path", style="form")]}, "parameter_style", "'form'"),
+        ({"parameters": [param("q", style="matrix")]}, "parameter_style", "'matrix'"),
+        ({"parameters": [param("q", explode="no")]}, "parameter_style", "true or false"),
         (
-            {"parameters": [param("q", explode=False, schema={"type": "array"})]},
+            {
+                "parameters": [
+                    param("q", style="deepObject", explode=False, schema={"type": "object"})
+                ]
+            },
             "parameter_style",
-            "explode=false",
+            "only with explode=true",
         ),
         (
             {"parameters": [{"name": "q", "in": "query", "content": {"application/json": {}}}]},
             "parameter_style",
             "media type",
         ),
-        ({"parameters": [param("q", schema={"type": "object"})]}, "object_parameter", "'q'"),
         (
-            {"parameters": [param("q", schema={"properties": {"a": {}}})]},
+            {"parameters": [param("q", schema={"properties": {"a": {"type": "object"}}})]},
             "object_parameter",
-            "object",
+            "parameter 'q' holds lists or objects",
         ),
         (
-            {"parameters": [param("q", schema={"$ref": "#/components/schemas/Filter"})]},
+            {
+                "parameters": [
+                    param("q", schema={"type": "object", "additionalProperties": {"type": "array"}})
+                ]
+            },
             "object_parameter",
-            "object",
+            "lists or objects",
+        ),
+        (
+            {
+                "parameters": [
+                    param(
+                        "q",
+                        schema={"type": "array", "items": {"$ref": "#/components/schemas/Filter"}},
+                    )
+                ]
+            },
+            "object_parameter",
+            "lists or objects",
         ),
         (
             {"parameters": [param("q", schema={"type": "array", "items": {"type": "object"}})]},
             "object_parameter",
-            "list of objects",
+            "lists or objects",
+        ),
+        (
+            {
+                "requestBody": {
+                    "content": {
+                        FORM: {
+                            "schema": {"properties": {"a": {"type": "array", "items": {}}}},
+                            "encoding": {"a": {"style": "deepObject", "explode": False}},
+                        }
+                    }
+                }
+            },
+            "parameter_style",
+            "form field 'a'",
+        ),
+        (
+            {
+                "requestBody": {
+                    "content": {
+                        FORM: {
+                            "schema": {
+                                "properties": {"a": {"type": "array", "items": {"type": "array"}}}
+                            }
+                        }
+                    }
+                }
+            },
+            "object_parameter",
+            "form field 'a' holds lists or objects",
         ),
         ({"parameters": [param("sid", "cookie", required=True)]}, "cookie_parameter", "'sid'"),
         ({"$ref": "./operations/get.yaml"}, "reference", "./operations/get.yaml"),
@@ -533,19 +602,21 @@ def test_a_path_its_parameters_do_not_match_is_skipped(path: str, names: list[st
     assert skipped(result).reason == "path_mismatch"
 
 
-def test_a_path_with_a_query_is_skipped_and_a_fragment_is_not_sent() -> None:
+def test_a_query_in_a_path_is_sent_with_every_request_and_a_fragment_is_not_sent() -> None:
     result = read(
         {
             "/files/{id}#shared": {
                 "get": {"operationId": "a", "parameters": [param("id", "path")]}
             },
-            "/responses?beta=true": {"get": {"operationId": "b"}},
+            "/responses?beta=true&v=": {"get": {"operationId": "b"}},
+            "/twice?q=1": {"get": {"operationId": "c", "parameters": [param("q")]}},
         }
     )
-    (operation,) = result.operations
-    assert operation.request.path == "/files/{id}"
+    first, second = result.operations
+    assert first.request.path == "/files/{id}"
+    assert (second.request.path, second.request.query) == ("/responses", {"beta": "true", "v": ""})
     (skip,) = result.skipped
-    assert (skip.path, skip.reason) == ("/responses?beta=true", "invalid")
+    assert (skip.path, skip.reason) == ("/twice?q=1", "invalid")
 
 
 def test_path_items_that_cannot_be_read_are_skipped_whole() -> None:
@@ -717,3 +788,177 @@ def test_every_operation_read_is_catalog_data() -> None:
         data = at.catalog.dump(operation)
         assert json.loads(json.dumps(data)) == data
         assert at.catalog.load(at.http.Operation, data) == operation
+
+
+# --- styles and bodies that are not JSON --------------------------------------------------------
+
+
+def body_of(operation: at.http.Operation) -> Any:
+    properties: Any = operation.definition.input_schema["properties"]
+    return properties["body"]
+
+
+def test_parameter_styles_are_kept_in_the_template_and_defaults_left_out() -> None:
+    operation = only(
+        read(
+            {
+                "/a/{id}": {
+                    "get": {
+                        "parameters": [
+                            param("id", "path", required=True, style="label", explode=True),
+                            param("fields", explode=False, schema={"type": "array", "items": {}}),
+                            param("tags", style="form", explode=True, schema={"type": "array"}),
+                            param(
+                                "meta",
+                                style="deepObject",
+                                explode=True,
+                                schema={
+                                    "type": "object",
+                                    "additionalProperties": {"type": "string"},
+                                },
+                            ),
+                            param("range", schema={"type": "object", "properties": {"gt": {}}}),
+                            param("X-Obj", "header", schema={"type": "object"}),
+                        ]
+                    }
+                }
+            }
+        )
+    )
+    params = operation.request.params
+    assert params["id"] == at.http.Param(location="path", name="id", style="label", explode=True)
+    assert params["fields"] == at.http.Param(location="query", name="fields", explode=False)
+    assert params["tags"] == at.http.Param(location="query", name="tags")
+    assert params["meta"].style == "deepObject"
+    assert params["range"] == at.http.Param(location="query", name="range")
+    assert params["X-Obj"] == at.http.Param(location="header", name="X-Obj")
+
+
+def test_a_form_body_is_an_object_with_each_fields_style() -> None:
+    operation = only(
+        read(
+            {
+                "/a": {
+                    "post": {
+                        "requestBody": {
+                            "required": True,
+                            "content": {
+                                FORM: {
+                                    "schema": {
+                                        "properties": {
+                                            "To": {"type": "string"},
+                                            "Tags": {"type": "array", "items": {"type": "string"}},
+                                            "Meta": {"type": "object"},
+                                        },
+                                        "required": ["To"],
+                                    },
+                                    "encoding": {
+                                        "Tags": {"style": "form", "explode": False},
+                                        "Meta": {"style": "deepObject", "explode": True},
+                                        "To": {"style": "form", "explode": True},
+                                    },
+                                }
+                            },
+                        }
+                    }
+                }
+            }
+        )
+    )
+    request = operation.request
+    assert (request.body, request.media_type) == ("body", FORM)
+    assert request.encoding == {
+        "Tags": at.http.Encoding(explode=False),
+        "Meta": at.http.Encoding(style="deepObject", explode=True),
+    }
+    body = body_of(operation)
+    assert body["type"] == "object"
+    assert list(body["properties"]) == ["To", "Tags", "Meta"]
+    assert body["required"] == ["To"]
+    assert operation.definition.input_schema["required"] == ["body"]
+
+
+def test_a_multipart_body_makes_its_binary_fields_files() -> None:
+    operation = only(
+        read(
+            {
+                "/upload": {
+                    "post": {
+                        "requestBody": {
+                            "content": {
+                                "multipart/form-data": {
+                                    "schema": {"$ref": "#/components/schemas/Upload"},
+                                    "encoding": {
+                                        "image": {"contentType": "image/png"},
+                                        "photos": {"contentType": "image/png, image/jpeg"},
+                                        "sdp": {"contentType": "application/sdp"},
+                                    },
+                                }
+                            }
+                        }
+                    }
+                }
+            },
+            components={
+                "schemas": {
+                    "Upload": {
+                        "type": "object",
+                        "required": ["image"],
+                        "properties": {
+                            "image": {
+                                "type": "string",
+                                "format": "binary",
+                                "description": "The image.",
+                            },
+                            "photos": {
+                                "type": "array",
+                                "items": {"type": "string", "contentMediaType": "image/png"},
+                            },
+                            "clip": {"type": "string", "contentEncoding": "binary"},
+                            "sdp": {"type": "string"},
+                            "text": {"type": "string", "contentEncoding": "base64"},
+                        },
+                    }
+                }
+            },
+        )
+    )
+    request = operation.request
+    assert request.media_type == "multipart/form-data"
+    assert request.encoding == {
+        "image": at.http.Encoding(content_type="image/png", file=True),
+        "photos": at.http.Encoding(file=True),
+        "clip": at.http.Encoding(file=True),
+        "sdp": at.http.Encoding(content_type="application/sdp"),
+    }
+    body = body_of(operation)
+    assert body["properties"]["image"] == file_schema("The image.")
+    assert body["properties"]["photos"] == {
+        "type": "array",
+        "items": file_schema(),
+    }
+    assert body["properties"]["text"] == {"type": "string", "contentEncoding": "base64"}
+    assert body["required"] == ["image"]
+
+
+@pytest.mark.parametrize(
+    ("content", "media_type"),
+    [
+        ({"image/jpeg": {"schema": {"type": "string", "format": "binary"}}}, "image/jpeg"),
+        ({"application/octet-stream": {}}, "application/octet-stream"),
+        ({"text/plain": {"schema": {"type": "string"}}, "application/xml": {}}, "text/plain"),
+        (
+            {"application/merge-patch+json": {"schema": {"type": "object"}}},
+            "application/merge-patch+json",
+        ),
+        ({"application/json; charset=utf-8": {"schema": {"type": "object"}}}, None),
+    ],
+)
+def test_a_body_of_another_media_type_is_a_file_and_json_keeps_its_type(
+    content: JsonObject, media_type: str | None
+) -> None:
+    operation = only(read({"/a": {"put": {"requestBody": {"content": content}}}}))
+    assert (operation.request.body, operation.request.media_type) == ("body", media_type)
+    body = body_of(operation)
+    if media_type is not None and not media_type.endswith("json"):
+        assert body == file_schema(named=False)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from amends_toolkit.protocols.http._bodies import encode_body, file_schema
 from amends_toolkit.protocols.http._client import check_client, network_failure, where
 from amends_toolkit.protocols.http._request import (
+    MAX_BODY_SIZE,
     InputRefused,
     WireRequest,
     build_request,
@@ -21,33 +23,48 @@ from amends_toolkit.protocols.http._response import (
     retry_after,
 )
 from amends_toolkit.protocols.http._template import (
+    FORM,
+    MULTIPART,
+    Encoding,
     Location,
     Operation,
     Param,
     RequestTemplate,
+    Style,
+    is_media_type,
     placeholders,
+    style_problem,
 )
 
 __all__ = (
     "FAILURE_TEXT_LENGTH",
+    "FORM",
+    "MAX_BODY_SIZE",
+    "MULTIPART",
     "BoundedText",
+    "Encoding",
     "InputRefused",
     "Location",
     "Operation",
     "Outcome",
     "Param",
     "RequestTemplate",
+    "Style",
     "UnreadableAnswer",
     "WireRequest",
     "build_request",
     "charset",
     "check_client",
+    "encode_body",
+    "file_schema",
     "is_json",
+    "is_media_type",
     "join_url",
     "network_failure",
     "outcome",
     "parse_answer",
     "placeholders",
     "retry_after",
+    "style_problem",
     "where",
 )

@@ -5,39 +5,38 @@ What the model gives fills the places a template has for it and decides nothing 
 - a path value is percent-encoded (every character but the unreserved ones, so ``/``, ``?`` and
   ``#`` too) and may not be empty, ``.`` or ``..``, which URL normalization would turn into
   another operation;
-- a value is a string, a number or a boolean (``true``/``false``, numbers as JSON writes them);
-- a query parameter may take a list of values, sent as a key for each value;
+- a value is a string, a number or a boolean (``true``/``false``, numbers as JSON writes them),
+  or a list or an object of them, written in its parameter's style (see ``_styles``);
+- a query parameter's pairs are encoded by the client, as a form's are; an exploded object's keys
+  name its pairs, and may not be the name of another query parameter of the template;
 - a header may take a list, joined by ``", "``; a header value may hold only visible ASCII and
   inner spaces or tabs, so that no value adds or splits a header;
 - a ``null`` or a missing property leaves its query parameter or header out; a path value is
   required;
-- the body property, when given, is sent as JSON.
+- the body property, when given, is sent in the template's media type (see ``_bodies``), at
+  most ``max_body_size`` bytes of it.
 
 A value that breaks a rule raises :class:`InputRefused` with words written for the model.
 """
 
 from __future__ import annotations
 
-import json
-import math
-import re
 from typing import TYPE_CHECKING
-from urllib.parse import quote
 
 import attrs
 
+from amends_toolkit.protocols.http._bodies import encode_body
+from amends_toolkit.protocols.http._response import is_json
+from amends_toolkit.protocols.http._styles import InputRefused, header_text, path_text, query_pairs
+
 if TYPE_CHECKING:
-    from amends_toolkit._json import JsonObject, JsonValue
+    from amends_toolkit._json import JsonObject
     from amends_toolkit.protocols.http._template import RequestTemplate
 
-__all__ = ("InputRefused", "WireRequest", "build_request", "join_url")
+__all__ = ("MAX_BODY_SIZE", "InputRefused", "WireRequest", "build_request", "join_url")
 
-# Visible ASCII, with spaces or tabs only between visible characters (RFC 9110 field-value).
-_HEADER_VALUE = re.compile(r"(?:[\x21-\x7e](?:[\x20\x09]*[\x21-\x7e])*)?")
-
-
-class InputRefused(ValueError):
-    """An input value that the template cannot send; ``str(error)`` is written for the model."""
+MAX_BODY_SIZE = 16 * 1024 * 1024
+"""How many bytes a request body may have unless the source says otherwise."""
 
 
 @attrs.frozen(kw_only=True)
@@ -56,40 +55,51 @@ def join_url(base_url: str, path: str) -> str:
     return base_url.rstrip("/") + path
 
 
-def build_request(template: RequestTemplate, input: JsonObject, *, base_url: str) -> WireRequest:
+def build_request(
+    template: RequestTemplate,
+    input: JsonObject,
+    *,
+    base_url: str,
+    max_body_size: int = MAX_BODY_SIZE,
+) -> WireRequest:
     """The request ``input`` fills in ``template``, sent to ``base_url``.
 
     Raises:
         InputRefused: a value breaks one of the rules above; the message tells the model which.
     """
     path = template.path
-    query: list[tuple[str, str]] = []
+    query: list[tuple[str, str]] = list(template.query.items())
     headers: list[tuple[str, str]] = []
+    query_names = {param.name for param in template.params.values() if param.location == "query"}
+    query_names.update(template.query)
     for prop, param in template.params.items():
         value = input.get(prop)
         if param.location == "path":
-            segment = _path_value(prop, value)
-            path = path.replace("{" + param.name + "}", segment)
+            text = path_text(prop, param.name, value, param.style, param.explode)
+            path = path.replace("{" + param.name + "}", text)
         elif value is None:
             continue
         elif param.location == "query":
-            values = value if isinstance(value, list) else [value]
-            query.extend((param.name, _scalar(prop, item)) for item in values)
+            pairs = query_pairs(prop, param.name, value, param.style, param.explode)
+            # An exploded object's keys name its pairs; none may pass for another parameter.
+            taken = [name for name, _ in pairs if name != param.name and name in query_names]
+            if taken:
+                raise InputRefused(
+                    f"'{prop}' may not hold the key '{taken[0]}', a parameter of its own."
+                )
+            query.extend(pairs)
         else:
-            values = value if isinstance(value, list) else [value]
-            if not values:
-                continue
-            text = ", ".join(_header_value(prop, item) for item in values)
-            headers.append((param.name, text))
+            header = header_text(prop, value, param.explode)
+            if header is not None:
+                headers.append((param.name, header))
     content: bytes | None = None
-    if template.body is not None and template.body in input:
-        try:
-            content = json.dumps(
-                input[template.body], ensure_ascii=False, allow_nan=False, separators=(",", ":")
-            ).encode()
-        except ValueError:
-            raise InputRefused(f"'{template.body}' must be JSON (no NaN or Infinity).") from None
-        headers.append(("Content-Type", "application/json"))
+    body = input.get(template.body) if template.body is not None else None
+    # JSON sends a null it is given; a form or a file that is null is no body.
+    if template.body in input and (
+        body is not None or template.media_type is None or is_json(template.media_type)
+    ):
+        content, content_type = encode_body(template, input[template.body], max_size=max_body_size)
+        headers.append(("Content-Type", content_type))
     return WireRequest(
         method=template.method,
         url=join_url(base_url, path),
@@ -97,41 +107,3 @@ def build_request(template: RequestTemplate, input: JsonObject, *, base_url: str
         headers=headers,
         content=content,
     )
-
-
-def _scalar(prop: str, value: JsonValue) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, str):
-        return value
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            raise InputRefused(f"'{prop}' must be a finite number.")
-        return json.dumps(value)
-    if isinstance(value, list):
-        raise InputRefused(f"'{prop}' must be a string, a number or a boolean, not a nested list.")
-    kind = "null" if value is None else "an object"
-    raise InputRefused(f"'{prop}' must be a string, a number or a boolean, not {kind}.")
-
-
-def _path_value(prop: str, value: JsonValue) -> str:
-    if value is None:
-        raise InputRefused(f"'{prop}' is required: it is part of the path.")
-    if isinstance(value, list):
-        raise InputRefused(f"'{prop}' is part of the path: give one string, number or boolean.")
-    text = _scalar(prop, value)
-    if text in ("", ".", ".."):
-        raise InputRefused(f"'{prop}' is part of the path and may not be empty, '.' or '..'.")
-    return quote(text, safe="")
-
-
-def _header_value(prop: str, value: JsonValue) -> str:
-    text = _scalar(prop, value)
-    if not _HEADER_VALUE.fullmatch(text):
-        raise InputRefused(
-            f"'{prop}' is sent as a header, which holds only printable ASCII characters, with no "
-            "line break, control character or space at either end."
-        )
-    return text

@@ -40,13 +40,17 @@ Outcome: TypeAlias = Literal["success", "authentication", "unavailable", "failed
 FAILURE_TEXT_LENGTH = 500
 """How much of a failed call's body the model reads."""
 
+_MAX_DELAY_DIGITS = 10
+
 
 class UnreadableAnswer(ValueError):
     """A successful answer that is neither JSON nor text."""
 
 
 def outcome(status: int) -> Outcome:
-    """What a status means for a call (see the table above)."""
+    """What a status means for a call (see the table above): the one rule of which statuses
+    are an authentication failure and which say the system is unavailable, for HTTP sources and
+    MCP servers alike."""
     if 200 <= status < 300:
         return "success"
     if status in (401, 403):
@@ -61,19 +65,22 @@ def outcome(status: int) -> Outcome:
 def retry_after(value: str | None, *, now: datetime | None = None) -> float | None:
     """The seconds ``Retry-After`` asks to wait: delay-seconds or an HTTP date (RFC 9110 10.2.3).
 
-    A date in the past is 0; a value that is neither is ``None``, as if the header were absent.
+    The one reader of the header, for HTTP sources and MCP servers alike. An HTTP date is GMT
+    whatever the machine's time zone, in all three of its forms (the asctime form and a
+    ``-0000`` zone name none). A date in the past is 0; a value that is neither, or a delay of
+    more digits than a year of seconds has, is ``None``, as if the header were absent.
     """
     if value is None:
         return None
     value = value.strip()
     if value.isascii() and value.isdigit():
-        return float(int(value))
+        return float(int(value)) if len(value) <= _MAX_DELAY_DIGITS else None
     try:
         when = parsedate_to_datetime(value)
     except (TypeError, ValueError, IndexError):
         return None
     if when.tzinfo is None:
-        # RFC 9110 dates are GMT; email.utils leaves "-0000" naive.
+        # RFC 9110 dates are GMT; email.utils leaves "-0000" and the asctime form naive.
         when = when.replace(tzinfo=UTC)
     now = now if now is not None else datetime.now(UTC)
     return max(0.0, (when - now).total_seconds())

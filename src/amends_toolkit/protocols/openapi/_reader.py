@@ -10,7 +10,16 @@ other becomes ``_``), or the method and the path (``get_pets_petId``) without on
 than 64 characters is cut and ends with a fingerprint of the whole. Its input has a property for
 each parameter, named as the parameter is in the characters model APIs accept for properties
 (``[A-Za-z0-9_.-]``, at most 64), with the place put before the name (``query_id``) when two
-would share one or one is ``body``, and a property ``body`` for a JSON request body.
+would share one or one is ``body``, and a property ``body`` for the request body.
+
+Parameters keep their ``style`` and ``explode`` in the template; a list or an object of anything
+but scalars is skipped (``object_parameter``), as is a style OpenAPI leaves undefined
+(``parameter_style``). The body is the first of: JSON (``application/json``, then a ``+json``
+type, sent under its own name), a form (``application/x-www-form-urlencoded``, each field's
+encoding style kept), multipart form data (each binary field a file the model gives as text or
+base64; a field's ``contentType`` kept; styles ignored, as OpenAPI 3.1.0 says), or a file of any
+other media type whose schema is a string or none; else ``body_not_json``. A ``requestBody``
+whose ``content`` is not a map of media types is ``invalid``.
 """
 
 from __future__ import annotations
@@ -19,17 +28,28 @@ import hashlib
 import re
 from collections import Counter
 from typing import TYPE_CHECKING, Literal
-from urllib.parse import unquote
+from urllib.parse import parse_qsl, unquote
 
 import attrs
 
 from amends_toolkit._definitions import Annotations, ToolDefinition
-from amends_toolkit._json import kind
-from amends_toolkit.protocols.http import Operation, Param, RequestTemplate, placeholders
+from amends_toolkit._json import JsonValue, kind
+from amends_toolkit.protocols.http import (
+    FORM,
+    MULTIPART,
+    Encoding,
+    Operation,
+    Param,
+    RequestTemplate,
+    file_schema,
+    is_media_type,
+    placeholders,
+    style_problem,
+)
 from amends_toolkit.protocols.openapi._schema import SchemaReader, SkipReason, Unreadable
 
 if TYPE_CHECKING:
-    from amends_toolkit._json import JsonObject, JsonValue
+    from amends_toolkit._json import JsonObject
 
 __all__ = ("DocumentError", "ReadResult", "Skipped", "read_operations")
 
@@ -204,8 +224,9 @@ class _Reader:
 
     def _operation(self, method: str, key: str, value: JsonValue, common: JsonValue) -> Operation:
         # A fragment is never sent: documents use one to keep two operations on one path apart
-        # (/files/{id}#get_shared_link).
-        path = key.partition("#")[0]
+        # (/files/{id}#get_shared_link). A query in a path key, which OpenAPI does not allow
+        # but documents write (/responses?beta=true), is sent with every request.
+        path, _, fixed = key.partition("#")[0].partition("?")
         if isinstance(value, dict) and "$ref" in value:
             raise Unreadable("reference", f"the operation is a reference ({value['$ref']!r})")
         if not isinstance(value, dict):
@@ -227,15 +248,14 @@ class _Reader:
             schema, found = self._parameter_schema(parameter)
             refs |= found
             properties[prop] = schema
-            params[prop] = Param(location=parameter["in"], name=str(parameter["name"]))  # type: ignore[arg-type]
+            params[prop] = _param(parameter)
             if parameter["in"] == "path" or parameter.get("required") is True:
                 required.append(prop)
         body = self._body(value.get("requestBody"))
         if body is not None:
-            schema, found, body_required = body
-            refs |= found
-            properties["body"] = schema
-            if body_required:
+            refs |= body.refs
+            properties["body"] = body.schema
+            if body.required:
                 required.append("body")
         input_schema: JsonObject = {"type": "object", "properties": properties}
         if required:
@@ -245,7 +265,13 @@ class _Reader:
             input_schema["$defs"] = self._schemas.defs(refs)
         try:
             request = RequestTemplate(
-                method=method, path=path, params=params, body="body" if body else None
+                method=method,
+                path=path,
+                params=params,
+                body="body" if body else None,
+                media_type=body.media_type if body else None,
+                encoding=body.encoding if body else {},
+                query=dict(parse_qsl(fixed, keep_blank_values=True)),
             )
         except ValueError as error:
             raise Unreadable("invalid", str(error)) from None
@@ -290,50 +316,196 @@ class _Reader:
                 raise Unreadable(
                     "parameter_style", f"parameter {name!r} is serialized as a media type"
                 )
-            style = parameter.get("style", _DEFAULT_STYLE[where])
-            if style != _DEFAULT_STYLE[where]:
-                raise Unreadable("parameter_style", f"parameter {name!r} has style {style!r}")
+            problem = style_problem(where, parameter.get("style"), parameter.get("explode"))
+            if problem is not None:
+                raise Unreadable("parameter_style", f"parameter {name!r}: {problem}")
             kept.append(parameter)
         order = {"path": 0, "query": 1, "header": 2}
         return sorted(kept, key=lambda p: order[str(p["in"])])
 
     def _parameter_schema(self, parameter: JsonObject) -> tuple[JsonValue, set[str]]:
-        name, where = str(parameter["name"]), parameter["in"]
+        name = str(parameter["name"])
         raw = parameter.get("schema", {})
-        shape = self._schemas.resolve(raw)
-        if _is(shape, "object"):
-            raise Unreadable("object_parameter", f"parameter {name!r} is an object")
-        if _is(shape, "array"):
-            items = self._schemas.resolve(shape.get("items") if isinstance(shape, dict) else None)
-            if _is(items, "object") or _is(items, "array"):
-                raise Unreadable("object_parameter", f"parameter {name!r} is a list of objects")
-            if where == "path":
-                raise Unreadable("parameter_style", f"path parameter {name!r} is a list")
-            if where == "query" and parameter.get("explode") is False:
-                raise Unreadable(
-                    "parameter_style", f"list parameter {name!r} is not exploded (explode=false)"
-                )
+        self._flat(raw, f"parameter {name!r}")
+        if parameter.get("style") == "deepObject" and not _is(self._schemas.resolve(raw), "object"):
+            raise Unreadable("parameter_style", f"parameter {name!r} is a deepObject but no object")
         schema, refs = self._schemas.schema(raw)
         schema = _described(schema, parameter.get("description"))
         if parameter.get("deprecated") is True and isinstance(schema, dict):
             schema = {**schema, "deprecated": True}
         return schema, refs
 
-    def _body(self, value: JsonValue) -> tuple[JsonValue, set[str], bool] | None:
+    def _flat(self, raw: JsonValue, what: str) -> None:
+        """Refuses a value OpenAPI's styles do not define: a list or an object of anything but
+        strings, numbers and booleans."""
+        shape = self._schemas.resolve(raw)
+        if not isinstance(shape, dict):
+            return
+        inner: list[JsonValue] = []
+        if _is(shape, "array"):
+            inner.append(shape.get("items"))
+        if _is(shape, "object"):
+            properties = shape.get("properties")
+            inner += list(properties.values()) if isinstance(properties, dict) else []
+            inner.append(shape.get("additionalProperties"))
+        for one in inner:
+            resolved = self._schemas.resolve(one)
+            if _is(resolved, "object") or _is(resolved, "array"):
+                raise Unreadable("object_parameter", f"{what} holds lists or objects")
+
+    def _body(self, value: JsonValue) -> _Body | None:
         if value is None:
             return None
         body = self._follow(value, "requestBodies", "request body")
         content = body.get("content")
-        if not isinstance(content, dict) or not content:
+        if not isinstance(content, dict):
+            raise Unreadable(
+                "invalid",
+                f"the request body's content is {kind(content)}, not a map of media types",
+            )
+        if not content:
+            # A map naming no media type: nothing says what a body would be, so none is sent.
             return None
+        required = body.get("required") is True
+        description = body.get("description")
         media = _json_media(list(content))
-        if media is None:
-            listed = ", ".join(sorted(content))
-            raise Unreadable("body_not_json", f"the request body is {listed}, not JSON")
-        entry = content[media]
-        raw = entry.get("schema", {}) if isinstance(entry, dict) else {}
-        schema, refs = self._schemas.schema(raw)
-        return _described(schema, body.get("description")), refs, body.get("required") is True
+        if media is not None:
+            schema, refs = self._schemas.schema(_entry(content, media).get("schema", {}))
+            essence = _essence(media)
+            return _Body(
+                schema=_described(schema, description),
+                refs=refs,
+                required=required,
+                media_type=None if essence == "application/json" else essence,
+            )
+        essences = {_essence(media): media for media in content}
+        for form in (FORM, MULTIPART):
+            if form in essences:
+                return self._form(form, _entry(content, essences[form]), description, required)
+        for essence, media in essences.items():
+            raw = _entry(content, media).get("schema")
+            shape = self._schemas.resolve(raw) if raw is not None else {}
+            if is_media_type(essence, wildcard=True) and (_is_file(shape) or _is_text(shape)):
+                return _Body(
+                    schema=file_schema(_text(description), named=False),
+                    refs=set(),
+                    required=required,
+                    media_type=essence,
+                )
+        listed = ", ".join(sorted(content))
+        raise Unreadable(
+            "body_not_json",
+            f"the request body is {listed}: neither JSON, a form, multipart form data nor a file",
+        )
+
+    def _form(
+        self, media_type: str, entry: JsonObject, description: JsonValue, required: bool
+    ) -> _Body:
+        """A form's or multipart form data's body: an object, a field for each property, and
+        each file field a file the model gives (multipart only)."""
+        raw = entry.get("schema", {})
+        shape = self._schemas.resolve(raw)
+        shape = shape if isinstance(shape, dict) else {}
+        properties = shape.get("properties")
+        properties = properties if isinstance(properties, dict) else {}
+        given = entry.get("encoding")
+        given = given if isinstance(given, dict) else {}
+        encoding: dict[str, Encoding] = {}
+        fields: JsonObject = {}
+        for field, item in properties.items():
+            options = given.get(field)
+            options = options if isinstance(options, dict) else {}
+            resolved = self._schemas.resolve(item)
+            if media_type == FORM:
+                self._flat(item, f"form field {field!r}")
+                style, explode = options.get("style"), options.get("explode")
+                problem = style_problem("query", style, explode)
+                if problem is not None:
+                    raise Unreadable("parameter_style", f"form field {field!r}: {problem}")
+                style = None if style == "form" else style
+                explode = None if explode == (style in (None, "form")) else explode
+                if style is not None or explode is not None:
+                    encoding[field] = Encoding(style=style, explode=explode)  # type: ignore[arg-type]
+                fields[field] = item
+                continue
+            content_type = options.get("contentType")
+            # A list of types ("image/png, image/jpeg") leaves the choice to the model's file.
+            single = content_type if is_media_type(content_type, wildcard=True) else None
+            items = (
+                self._schemas.resolve(resolved.get("items"))
+                if isinstance(resolved, dict) and _is(resolved, "array")
+                else None
+            )
+            if _is_file(resolved) or (items is not None and _is_file(items)):
+                note = _text(resolved.get("description")) if isinstance(resolved, dict) else None
+                one = file_schema(note)
+                fields[field] = {"type": "array", "items": one} if items is not None else one
+                encoding[field] = Encoding(content_type=single, file=True)
+            else:
+                fields[field] = item
+                if single is not None:
+                    encoding[field] = Encoding(content_type=single)
+        # The object the model gives: the document's own schema, its file fields made files.
+        source: JsonObject = {k: v for k, v in shape.items() if k not in ("$ref", "properties")}
+        source["type"] = "object"
+        if properties:
+            source["properties"] = fields
+        schema, refs = self._schemas.schema(source)
+        return _Body(
+            schema=_described(schema, description),
+            refs=refs,
+            required=required,
+            media_type=media_type,
+            encoding=encoding,
+        )
+
+
+@attrs.frozen(kw_only=True)
+class _Body:
+    schema: JsonValue
+    refs: set[str]
+    required: bool
+    media_type: str | None
+    encoding: dict[str, Encoding] = attrs.field(factory=dict)
+
+
+def _entry(content: JsonObject, media: str) -> JsonObject:
+    entry = content[media]
+    return entry if isinstance(entry, dict) else {}
+
+
+def _essence(media: str) -> str:
+    return media.split(";", 1)[0].strip().lower()
+
+
+def _text(value: JsonValue) -> str | None:
+    return value if isinstance(value, str) and value.strip() else None
+
+
+def _is_file(schema: JsonValue) -> bool:
+    # A string of bytes: OpenAPI 3.0's format binary, or 3.1's content keywords without base64.
+    if not isinstance(schema, dict) or schema.get("type", "string") != "string":
+        return False
+    if schema.get("format") == "binary" or schema.get("contentEncoding") == "binary":
+        return True
+    return "contentMediaType" in schema and "contentEncoding" not in schema
+
+
+def _is_text(schema: JsonValue) -> bool:
+    return isinstance(schema, dict) and (schema.get("type") == "string" or not schema)
+
+
+def _param(parameter: JsonObject) -> Param:
+    # A style or explode that is the place's default is left out, as a template written by hand
+    # would leave it.
+    where = str(parameter["in"])
+    style = parameter.get("style")
+    style = None if style == _DEFAULT_STYLE[where] else style
+    explode = parameter.get("explode")
+    explode = (
+        None if explode == (parameter.get("style", _DEFAULT_STYLE[where]) == "form") else explode
+    )
+    return Param(location=where, name=str(parameter["name"]), style=style, explode=explode)  # type: ignore[arg-type]
 
 
 def _described(schema: JsonValue, description: JsonValue) -> JsonValue:
@@ -354,14 +526,11 @@ def _is(schema: JsonValue, kind: Literal["object", "array"]) -> bool:
 
 
 def _json_media(types: list[str]) -> str | None:
-    def essence(media: str) -> str:
-        return media.split(";", 1)[0].strip().lower()
-
     for media in types:
-        if essence(media) == "application/json":
+        if _essence(media) == "application/json":
             return media
     for media in types:
-        if essence(media).endswith(("+json", "/json")):
+        if _essence(media).endswith(("+json", "/json")):
             return media
     return None
 

@@ -1,0 +1,227 @@
+"""Writing a value in the style of its place, as OpenAPI 3.1 says (4.8.12.4, Style Examples).
+
+A value is a string, a number or a boolean (a *scalar*), a list of scalars, or an object whose
+values are scalars; what OpenAPI leaves undefined (a list in a list, an object in an object) is
+refused. A ``null`` in an object leaves its key out. With ``color`` = ``["blue", "black"]`` and
+``point`` = ``{"x": 1, "y": 2}``:
+
+==================  ========================  ===============================================
+Style               explode=false             explode=true
+==================  ========================  ===============================================
+simple (path)       ``blue,black``            ``blue,black``; ``x=1,y=2``
+label (path)        ``.blue,black``           ``.blue.black``; ``.x=1.y=2``
+matrix (path)       ``;color=blue,black``     ``;color=blue;color=black``; ``;x=1;y=2``
+form (query)        ``color=blue,black``      ``color=blue&color=black``; ``x=1&y=2``
+spaceDelimited      ``color=blue black``      (not defined)
+pipeDelimited       ``color=blue|black``      (not defined)
+deepObject          (not defined)             ``point[x]=1&point[y]=2``
+==================  ========================  ===============================================
+
+An object not exploded is its keys and values in turn (``x,1,y,2``). A header is ``simple``, its
+list joined by ``", "``. Since a receiver splits a joined value at its delimiter, an element that
+holds its delimiter (a comma in ``form`` not exploded, ``=`` in an exploded key, a bracket in a
+``deepObject`` key) is refused: the model gives values, never the places between them.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from typing import TYPE_CHECKING
+from urllib.parse import quote
+
+if TYPE_CHECKING:
+    from amends_toolkit._json import JsonValue
+
+__all__ = ("InputRefused", "header_text", "path_text", "query_pairs", "scalar")
+
+# Visible ASCII, with spaces or tabs only between visible characters (RFC 9110 field-value).
+_HEADER_VALUE = re.compile(r"(?:[\x21-\x7e](?:[\x20\x09]*[\x21-\x7e])*)?")
+_DELIMITERS = {
+    "form": ",",
+    "spaceDelimited": " ",
+    "pipeDelimited": "|",
+    "simple": ",",
+    "label": ".",
+}
+
+
+class InputRefused(ValueError):
+    """An input value that the template cannot send; ``str(error)`` is written for the model."""
+
+
+def scalar(prop: str, value: JsonValue) -> str:
+    """A string, a number or a boolean as text (``true``/``false``, numbers as JSON writes them).
+
+    Raises:
+        InputRefused: the value is none of them.
+    """
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return value
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise InputRefused(f"'{prop}' must be a finite number.")
+        return json.dumps(value)
+    if isinstance(value, list):
+        raise InputRefused(f"'{prop}' must be a string, a number or a boolean, not a nested list.")
+    kind = "null" if value is None else "an object"
+    raise InputRefused(f"'{prop}' must be a string, a number or a boolean, not {kind}.")
+
+
+def _items(prop: str, value: list[JsonValue]) -> list[str]:
+    return [scalar(prop, item) for item in value]
+
+
+def _members(prop: str, value: dict[str, JsonValue]) -> list[tuple[str, str]]:
+    members = []
+    for key, item in value.items():
+        if item is None:
+            continue
+        if isinstance(item, (dict, list)):
+            raise InputRefused(
+                f"'{prop}' is an object whose values must be strings, numbers or booleans "
+                f"('{key}' is not)."
+            )
+        members.append((key, scalar(prop, item)))
+    return members
+
+
+def _clean(prop: str, texts: list[str], delimiters: str) -> list[str]:
+    for text in texts:
+        for delimiter in delimiters:
+            if delimiter in text:
+                shown = "a space" if delimiter == " " else f"'{delimiter}'"
+                raise InputRefused(
+                    f"'{prop}' is sent joined by {shown}, so no value or key in it may hold "
+                    f"{shown}."
+                )
+    return texts
+
+
+def _flat(prop: str, members: list[tuple[str, str]], delimiter: str) -> list[str]:
+    # An object not exploded: its keys and values in turn.
+    return _clean(prop, [part for pair in members for part in pair], delimiter)
+
+
+def query_pairs(
+    prop: str, name: str, value: JsonValue, style: str | None, explode: bool | None
+) -> list[tuple[str, str]]:
+    """The query pairs (or form fields) that ``value`` is, unencoded: the client encodes them.
+
+    Raises:
+        InputRefused: a value the style cannot send.
+    """
+    style = style or "form"
+    exploded = explode if explode is not None else style == "form"
+    if style == "deepObject":
+        if not isinstance(value, dict):
+            raise InputRefused(f"'{prop}' must be an object.")
+        members = _members(prop, value)
+        _clean(prop, [key for key, _ in members], "[]")
+        return [(f"{name}[{key}]", text) for key, text in members]
+    if isinstance(value, list):
+        texts = _items(prop, value)
+        if exploded:
+            return [(name, text) for text in texts]
+        if not texts:
+            return []
+        delimiter = _DELIMITERS[style]
+        return [(name, delimiter.join(_clean(prop, texts, delimiter)))]
+    if isinstance(value, dict):
+        members = _members(prop, value)
+        if exploded:
+            return members
+        delimiter = _DELIMITERS[style]
+        return [(name, delimiter.join(_flat(prop, members, delimiter)))] if members else []
+    return [(name, scalar(prop, value))]
+
+
+def path_text(
+    prop: str, name: str, value: JsonValue, style: str | None, explode: bool | None
+) -> str:
+    """What ``value`` puts in the path, percent-encoded (every character but the unreserved).
+
+    Raises:
+        InputRefused: the value is missing, would be empty, ``.`` or ``..`` (which URL
+            normalization turns into another path), or cannot be sent in the style.
+    """
+    if value is None:
+        raise InputRefused(f"'{prop}' is required: it is part of the path.")
+    style = style or "simple"
+    exploded = bool(explode)
+
+    def encoded(texts: list[str]) -> list[str]:
+        return [quote(text, safe="") for text in texts]
+
+    if isinstance(value, list):
+        if not value:
+            raise InputRefused(f"'{prop}' is part of the path and may not be an empty list.")
+        texts = _items(prop, value)
+        if style == "matrix" and exploded:
+            key = quote(name, safe="")
+            text = "".join(f";{key}={item}" for item in encoded(_clean(prop, texts, ";")))
+        else:
+            delimiter = "." if style == "label" and exploded else ","
+            text = _prefix(style, name) + delimiter.join(encoded(_clean(prop, texts, delimiter)))
+    elif isinstance(value, dict):
+        members = _members(prop, value)
+        if not members:
+            raise InputRefused(f"'{prop}' is part of the path and may not be an empty object.")
+        if exploded:
+            between = {"simple": ",", "label": ".", "matrix": ";"}[style]
+            _clean(prop, [key for key, _ in members], "=" + between)
+            _clean(prop, [item for _, item in members], between)
+            pairs = [f"{quote(k, safe='')}={quote(v, safe='')}" for k, v in members]
+            text = ("" if style == "simple" else between) + between.join(pairs)
+        else:
+            text = _prefix(style, name) + ",".join(encoded(_flat(prop, members, ",")))
+    else:
+        text = _prefix(style, name) + quote(scalar(prop, value), safe="")
+    if text in ("", ".", ".."):
+        raise InputRefused(f"'{prop}' is part of the path and may not be empty, '.' or '..'.")
+    return text
+
+
+def _prefix(style: str, name: str) -> str:
+    if style == "label":
+        return "."
+    if style == "matrix":
+        return f";{quote(name, safe='')}="
+    return ""
+
+
+def header_text(prop: str, value: JsonValue, explode: bool | None) -> str | None:
+    """A header's value (``None``: an empty list or object, no header).
+
+    Raises:
+        InputRefused: a value the ``simple`` style cannot send, or a character that could add or
+            split a header.
+    """
+    if isinstance(value, list):
+        texts = _header(prop, _clean(prop, _items(prop, value), ","))
+        return ", ".join(texts) if texts else None
+    if isinstance(value, dict):
+        members = _members(prop, value)
+        if not members:
+            return None
+        if explode:
+            _clean(prop, [key for key, _ in members], "=")
+            _header(prop, [f"{k}={v}" for k, v in members])
+            return ",".join(_clean(prop, [f"{k}={v}" for k, v in members], ","))
+        return ",".join(_header(prop, _flat(prop, members, ",")))
+    return _header(prop, [scalar(prop, value)])[0]
+
+
+def _header(prop: str, texts: list[str]) -> list[str]:
+    for text in texts:
+        if not _HEADER_VALUE.fullmatch(text):
+            raise InputRefused(
+                f"'{prop}' is sent as a header, which holds only printable ASCII characters, "
+                "with no line break, control character or space at either end."
+            )
+    return texts
