@@ -22,6 +22,7 @@ from amends_toolkit._errors import (
     UnsupportedError,
 )
 from amends_toolkit._json import JsonObject, JsonValue
+from amends_toolkit._progress import Progress
 from amends_toolkit.presentations import (
     CodeRuntime,
     InProcessRuntime,
@@ -64,6 +65,7 @@ __all__ = (
     "MontyRuntime",
     "NameClash",
     "NotFoundError",
+    "Progress",
     "Restart",
     "Runtime",
     "Session",

@@ -17,15 +17,16 @@ import anyio
 from amends_toolkit._errors import Failure, ToolSourceError, UnavailableError
 from amends_toolkit._json import JsonObject
 from amends_toolkit._log import get_logger
+from amends_toolkit._progress import Progress, listening
 from amends_toolkit.runtime._toolkit import ToolResult, not_found, refused, run_entry
 
 if TYPE_CHECKING:
     from types import TracebackType
 
     from amends_toolkit._json import JsonValue
-    from amends_toolkit.runtime._toolkit import Toolkit
+    from amends_toolkit.runtime._toolkit import ToolEntry, Toolkit
 
-__all__ = ("Approve", "OnError", "Session")
+__all__ = ("Approve", "OnError", "OnProgress", "Session")
 
 _log = get_logger(__name__)
 
@@ -34,6 +35,9 @@ Approve: TypeAlias = Callable[[str, JsonObject], Awaitable[bool] | bool]
 
 OnError: TypeAlias = Callable[[str, ToolSourceError], Awaitable[None] | None]
 """The host's view of the error behind a failure, with the model-facing name of the tool."""
+
+OnProgress: TypeAlias = Callable[[str, Progress], Awaitable[None] | None]
+"""The host's view of a running call's progress, with the model-facing name of the tool."""
 
 DENIED = Failure(
     code="ApprovalDenied",
@@ -56,13 +60,26 @@ class Session:
             for example to ask for a connection again after an ``AuthenticationError``.
         timeout: Seconds a call may run (approval not counted); past it the call is cancelled
             and the model reads an ``UnavailableError`` failure, which ``on_error`` sees too.
+        on_progress: Called (and awaited, if it gives an awaitable) with the tool's name and
+            each :class:`~amends_toolkit.Progress` its source reports while the call runs (an
+            MCP server's ``notifications/progress``), in order. Without it no source is asked
+            for progress. A failure of it is logged and the call goes on.
 
     Leaving the block, or :meth:`close`, interrupts the calls still running: they end by
     cancellation and give no result. A call awaited in a task outside the block when the session
     closes, or one made after it closed, raises :class:`anyio.ClosedResourceError`.
     """
 
-    __slots__ = ("_approve", "_calls", "_on_error", "_scope", "_state", "_timeout", "_toolkit")
+    __slots__ = (
+        "_approve",
+        "_calls",
+        "_on_error",
+        "_on_progress",
+        "_scope",
+        "_state",
+        "_timeout",
+        "_toolkit",
+    )
 
     def __init__(
         self,
@@ -71,6 +88,7 @@ class Session:
         approve: Approve,
         on_error: OnError | None = None,
         timeout: float | None = None,
+        on_progress: OnProgress | None = None,
     ) -> None:
         if timeout is not None and not (timeout > 0 and math.isfinite(timeout)):
             raise ValueError(f"timeout must be a positive number of seconds or None, not {timeout}")
@@ -78,6 +96,7 @@ class Session:
         self._approve = approve
         self._on_error = on_error
         self._timeout = timeout
+        self._on_progress = on_progress
         self._scope: anyio.CancelScope | None = None
         self._calls: set[anyio.CancelScope] = set()
         self._state = "new"
@@ -167,6 +186,21 @@ class Session:
             if approved is not True:
                 _log.info("call.denied", tool=name)
                 return ToolResult.failed(DENIED)
+        with listening(self._progress_of(name)):
+            result = await self._run_entry(name, entry, input)
+        if result.error is not None and self._on_error is not None:
+            seen = self._on_error(name, result.error)
+            if inspect.isawaitable(seen):
+                await seen
+        return result
+
+    def _progress_of(self, name: str) -> Callable[[Progress], Awaitable[None] | None] | None:
+        on_progress = self._on_progress
+        if on_progress is None:
+            return None
+        return lambda progress: on_progress(name, progress)
+
+    async def _run_entry(self, name: str, entry: ToolEntry, input: JsonObject) -> ToolResult:
         if self._timeout is None:
             result = await run_entry(entry, input)
         else:
@@ -179,8 +213,4 @@ class Session:
                     source=source, message=f"the call took longer than {self._timeout} seconds"
                 )
                 result = ToolResult.failed(error.to_failure(), error)
-        if result.error is not None and self._on_error is not None:
-            seen = self._on_error(name, result.error)
-            if inspect.isawaitable(seen):
-                await seen
         return result
