@@ -55,6 +55,15 @@ class Media:
         """Its size in bytes, decoded."""
         return len(self.data) * 3 // 4 - self.data[-2:].count("=")
 
+    @property
+    def filename(self) -> str:
+        """A name for it: the last segment of its URI, else its kind and subtype."""
+        if self.uri:
+            last = self.uri.rstrip("/").rsplit("/", 1)[-1].rsplit(":", 1)[-1]
+            if last:
+                return last
+        return f"{self.kind}.{self.mime_type.rsplit('/', 1)[-1]}"
+
     def data_url(self) -> str:
         """A ``data:`` URL of it, as the OpenAI APIs take an image or a file."""
         return f"data:{self.mime_type};base64,{self.data}"
