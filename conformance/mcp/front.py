@@ -144,7 +144,10 @@ async def main(argv: list[str]) -> None:
         elif argv[:1] == ["everything"] and len(argv) == 3:
             env = {**os.environ, "PORT": str(upstream_port)}
             process = subprocess.Popen(  # noqa: ASYNC220 - started once, ended below
-                [argv[1], argv[2], "streamableHttp"], env=env, stderr=subprocess.DEVNULL
+                [argv[1], argv[2], "streamableHttp"],
+                env=env,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
             )
             with anyio.fail_after(30.0):
                 await wait_until_listening(upstream_port)

@@ -239,7 +239,9 @@ async def test_pydantic_ai_gives_the_model_an_mcp_image_as_binary_content() -> N
     async with media_toolkit() as (kit, _):
         agent = Agent(FunctionModel(model), toolsets=[ToolkitToolset(kit)])
         await agent.run("go")
-    parts = [part for message in seen[1] if isinstance(message, ModelRequest) for part in message.parts]
+    parts = [
+        part for message in seen[1] if isinstance(message, ModelRequest) for part in message.parts
+    ]
     given = [
         item
         for part in parts
