@@ -7,7 +7,7 @@ another free port) that has the tools the suite's content and progress scenarios
 ``test_multiple_content_types``, ``test_tool_with_progress``). ``python front.py everything NODE
 INDEX_JS`` serves the front over the reference server ``@modelcontextprotocol/server-everything``
 (started with NODE on a free port, over Streamable HTTP) instead. Either prints ``URL <url>``
-on stdout when it serves, and serves until it is killed or its stdin closes.
+on stdout when it serves, and serves until it is sent SIGTERM or SIGINT.
 
 So what a client of the front reads went all the way through: the SDK's server, our source's
 parsing, the runtime, the toolkit, the front's rendering and the SDK's server again.
@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import base64
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -166,9 +167,11 @@ async def main(argv: list[str]) -> None:
                 toolkit = at.source_toolkit(source, await source.discover())
                 front = at.adapters.mcp_server(toolkit, name="front", approve=lambda n, i: True)
                 port = free_port()
-                await tasks.start(serve, front.streamable_http_app(), port)
-                print(f"URL http://127.0.0.1:{port}/mcp", flush=True)
-                await anyio.to_thread.run_sync(sys.stdin.read)
+                with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+                    await tasks.start(serve, front.streamable_http_app(), port)
+                    print(f"URL http://127.0.0.1:{port}/mcp", flush=True)
+                    async for _ in signals:
+                        break
         finally:
             if process is not None:
                 process.terminate()

@@ -23,7 +23,8 @@ import amends_toolkit as at
 def _front_program() -> ModuleType:
     path = Path(__file__).parents[2] / "conformance" / "mcp" / "front.py"
     spec = importlib.util.spec_from_file_location("conformance_mcp_front", path)
-    assert spec is not None and spec.loader is not None
+    assert spec is not None
+    assert spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

@@ -14,7 +14,6 @@ import platform
 import subprocess
 import sys
 from pathlib import Path
-
 from typing import Literal
 
 import anyio
@@ -61,8 +60,8 @@ async def test_progress_reaches_the_client_that_asked_for_it(
 ) -> None:
     told: list[tuple[float, float | None, str | None]] = []
 
-    async def progress(value: float, total: float | None, message: str | None) -> None:
-        told.append((value, total, message))
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        told.append((progress, total, message))
 
     async with media_toolkit() as (kit, upstream):
         app = at.adapters.mcp_server(kit, name="front").streamable_http_app()
@@ -71,7 +70,7 @@ async def test_progress_reaches_the_client_that_asked_for_it(
             httpx2.AsyncClient(transport=httpx2.ASGITransport(app=app), base_url=BASE) as http,
             Client(streamable_http_client(f"{BASE}/mcp", http_client=http), mode=mode) as sdk,
         ):
-            done = await sdk.call_tool("test_tool_with_progress", {}, progress_callback=progress)
+            done = await sdk.call_tool("test_tool_with_progress", {}, progress_callback=on_progress)
             quiet = await sdk.call_tool("test_tool_with_progress", {})
     assert done.structured_content == quiet.structured_content == {"result": "done"}
     assert told == [(0, 100, "step 0"), (50, 100, "step 50"), (100, 100, "step 100")]
@@ -117,14 +116,13 @@ async def test_the_front_proxies_server_everything_media_and_progress() -> None:
     program = ROOT / "conformance" / "mcp" / "front.py"
     process = await anyio.open_process(
         [sys.executable, str(program), "everything", str(node), str(index)],
-        stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
     )
     told: list[float] = []
 
-    async def progress(value: float, total: float | None, message: str | None) -> None:
-        told.append(value)
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        told.append(progress)
 
     try:
         assert process.stdout is not None
@@ -140,13 +138,14 @@ async def test_the_front_proxies_server_everything_media_and_progress() -> None:
             long = await sdk.call_tool(
                 "trigger-long-running-operation",
                 {"duration": 1, "steps": 3},
-                progress_callback=progress,
+                progress_callback=on_progress,
             )
     finally:
-        assert process.stdin is not None
-        await process.stdin.aclose()
+        process.terminate()
         with anyio.fail_after(20):
             await process.wait()
+        assert process.stdout is not None
+        await process.stdout.aclose()
     # Task-only tools cannot be called by the source: they are not offered.
     assert "simulate-research-query" not in names
     assert "get-tiny-image" in names

@@ -64,6 +64,10 @@ async def test_an_mcp_image_reaches_anthropic_as_an_image_block() -> None:
         "usage": {"input_tokens": 1, "output_tokens": 1},
     }
     api = Recorder(reply)
+    assistant: MessageParam = {
+        "role": "assistant",
+        "content": [{"type": "tool_use", "id": "toolu_1", "name": "x", "input": {}}],
+    }
     async with media_toolkit() as (kit, _):
         answer = await run_anthropic_tool_uses(
             kit,
@@ -82,7 +86,7 @@ async def test_an_mcp_image_reaches_anthropic_as_an_image_block() -> None:
             max_tokens=10,
             messages=[
                 {"role": "user", "content": "go"},
-                {"role": "assistant", "content": [tool_use("toolu_1", "x")]},  # type: ignore[list-item]
+                assistant,
                 answer,  # type: ignore[list-item]
             ],
         )
@@ -107,7 +111,10 @@ async def test_an_mcp_image_reaches_anthropic_as_an_image_block() -> None:
         {"type": "text", "text": "[audio audio/wav, 46 bytes: the Messages API cannot carry it]"}
     ]
     assert isinstance(resource, list)
-    assert json.loads(resource[0]["text"])["resource"]["uri"] == "test://embedded-resource"  # type: ignore[index]
+    [text] = resource
+    assert isinstance(text, dict)
+    assert isinstance(text["text"], str)
+    assert json.loads(text["text"])["resource"]["uri"] == "test://embedded-resource"
     sent = api.requests[0]["messages"]
     assert isinstance(sent, list)
     assert sent[2] == answer
@@ -178,9 +185,11 @@ async def test_chat_completions_carries_the_media_in_a_user_message_after_the_to
     }
     api = Recorder(completion)
     calls: list[JsonValue] = [
-        {"id": "c1", "type": "function", "function": {"name": name, "arguments": "{}"}}
-        for name in ("test_multiple_content_types",)
-    ] + [
+        {
+            "id": "c1",
+            "type": "function",
+            "function": {"name": "test_multiple_content_types", "arguments": "{}"},
+        },
         {"id": "c2", "type": "function", "function": {"name": "test_audio_content"}},
         {"id": "c3", "type": "function", "function": {"name": "test_tool_with_progress"}},
     ]
