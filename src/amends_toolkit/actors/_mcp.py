@@ -31,7 +31,7 @@ from amends_toolkit._errors import (
     UnsupportedError,
 )
 from amends_toolkit._log import get_logger
-from amends_toolkit._progress import listener, report
+from amends_toolkit._progress import listener
 from amends_toolkit.actors._mcp_errors import (
     error_for_rpc,
     error_for_status,
@@ -69,8 +69,8 @@ from amends_toolkit.protocols.mcp._results import (
     Complete,
     ToolFailed,
     call_params,
+    progress_relay,
     read_call_result,
-    read_progress,
     resend_delay,
 )
 
@@ -79,7 +79,6 @@ if TYPE_CHECKING:
 
     from amends_toolkit._definitions import ToolDefinition
     from amends_toolkit._json import JsonObject, JsonValue
-    from amends_toolkit._progress import OnProgress
 
 __all__ = ("McpHttpSource", "http")
 
@@ -310,11 +309,6 @@ class McpHttpSource:
         else:
             _log.debug("mcp.server_request_ignored", source=self._name, method=message.method)
 
-    async def _relay(self, on_progress: OnProgress, token: int, message: Notification) -> None:
-        progress = read_progress(message, token)
-        if progress is not None:
-            await report(on_progress, progress)
-
     async def _answer_server(self, session: _Session, message: Request) -> None:
         """Answer a server's request in a session: ``ping`` as the spec asks, others refused."""
         if message.method == "ping":
@@ -442,7 +436,7 @@ class McpHttpSource:
         token = None if on_progress is None else next(self._ids)
         relay = None
         if on_progress is not None and token is not None:
-            relay = functools.partial(self._relay, on_progress, token)
+            relay = progress_relay(on_progress, token)
         state: str | None = None
         for attempt in range(MAX_RESENDS + 1):
             result = await self._call_once(tool, arguments, state, token, relay)

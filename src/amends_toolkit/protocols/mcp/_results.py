@@ -10,14 +10,17 @@ the tool's text; ``resultType: "input_required"`` (2026-07-28) asks for input fi
 from __future__ import annotations
 
 import math
-from typing import Final, TypeAlias
+from typing import TYPE_CHECKING, Final, TypeAlias
 
 import attrs
 
 from amends_toolkit._content import holds_media
 from amends_toolkit._json import JsonObject, JsonValue
-from amends_toolkit._progress import Progress
+from amends_toolkit._progress import OnProgress, Progress, report
 from amends_toolkit.protocols.mcp._jsonrpc import Notification, ProtocolError
+
+if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable
 
 __all__ = (
     "MAX_RESENDS",
@@ -26,6 +29,7 @@ __all__ = (
     "Outcome",
     "ToolFailed",
     "call_params",
+    "progress_relay",
     "read_call_result",
     "read_progress",
     "resend_delay",
@@ -105,6 +109,20 @@ def read_progress(message: Notification, token: int) -> Progress | None:
         total=float(total) if _finite(total) else None,  # type: ignore[arg-type]
         message=text[:MAX_PROGRESS_MESSAGE] if isinstance(text, str) else None,
     )
+
+
+def progress_relay(
+    on_progress: OnProgress, token: int
+) -> Callable[[Notification], Awaitable[None]]:
+    """What reads the notifications sent before a call's answer: its progress goes on to
+    ``on_progress``; any other notification is let go."""
+
+    async def relay(message: Notification) -> None:
+        progress = read_progress(message, token)
+        if progress is not None:
+            await report(on_progress, progress)
+
+    return relay
 
 
 def _finite(value: JsonValue) -> bool:
