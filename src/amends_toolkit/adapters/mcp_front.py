@@ -9,7 +9,8 @@ SDK). Build one with :func:`amends_toolkit.adapters.mcp_server`::
 
 The SDK speaks the protocol (the stateless 2026-07-28 era and sessions of the earlier versions,
 on one endpoint); the toolkit decides everything else: which tools exist, what input a tool takes
-(the SDK validates no argument against a schema), and what a call answers.
+(the SDK validates no argument against a schema), and what a call answers. A source's media
+(MCP content blocks) go to the client as blocks, and its progress to a client that asked.
 """
 
 from __future__ import annotations
