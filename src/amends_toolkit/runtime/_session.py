@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from types import TracebackType
 
     from amends_toolkit._json import JsonValue
-    from amends_toolkit.runtime._toolkit import ToolEntry, Toolkit
+    from amends_toolkit.runtime._toolkit import Toolkit
 
 __all__ = ("Approve", "OnError", "OnProgress", "Session")
 
@@ -162,7 +162,9 @@ class Session:
         with anyio.CancelScope() as scope:
             self._calls.add(scope)
             try:
-                return await self._run(name, input)
+                # The call's sources tell its progress to on_progress, or to no one.
+                with listening(self._progress_of(name)):
+                    return await self._run(name, input)
             finally:
                 self._calls.discard(scope)
         # Only the session cancels this scope: it closed while the call ran. Inside its block
@@ -186,21 +188,6 @@ class Session:
             if approved is not True:
                 _log.info("call.denied", tool=name)
                 return ToolResult.failed(DENIED)
-        with listening(self._progress_of(name)):
-            result = await self._run_entry(name, entry, input)
-        if result.error is not None and self._on_error is not None:
-            seen = self._on_error(name, result.error)
-            if inspect.isawaitable(seen):
-                await seen
-        return result
-
-    def _progress_of(self, name: str) -> Callable[[Progress], Awaitable[None] | None] | None:
-        on_progress = self._on_progress
-        if on_progress is None:
-            return None
-        return lambda progress: on_progress(name, progress)
-
-    async def _run_entry(self, name: str, entry: ToolEntry, input: JsonObject) -> ToolResult:
         if self._timeout is None:
             result = await run_entry(entry, input)
         else:
@@ -213,4 +200,14 @@ class Session:
                     source=source, message=f"the call took longer than {self._timeout} seconds"
                 )
                 result = ToolResult.failed(error.to_failure(), error)
+        if result.error is not None and self._on_error is not None:
+            seen = self._on_error(name, result.error)
+            if inspect.isawaitable(seen):
+                await seen
         return result
+
+    def _progress_of(self, name: str) -> Callable[[Progress], Awaitable[None] | None] | None:
+        on_progress = self._on_progress
+        if on_progress is None:
+            return None
+        return lambda progress: on_progress(name, progress)
