@@ -432,10 +432,10 @@ class McpHttpSource:
                 message=f"{tool} was left out of discover: {self._rejected[tool]}",
             )
         # Progress is asked of the server only when someone listens (none asked, none kept).
-        on_progress = listener()
-        token = None if on_progress is None else next(self._ids)
-        relay = None
-        if on_progress is not None and token is not None:
+        token: int | None = None
+        relay: _Relay | None = None
+        if (on_progress := listener()) is not None:
+            token = next(self._ids)
             relay = progress_relay(on_progress, token)
         state: str | None = None
         for attempt in range(MAX_RESENDS + 1):
