@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from types import ModuleType
+from typing import Literal
 
 import httpx
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -57,11 +58,32 @@ class Bodies:
         return [m["params"] for m in self.messages if m.get("method") == "tools/call"]  # type: ignore[misc]
 
 
+def sessions_only(app: ASGIApp) -> ASGIApp:
+    """Answer the 2026-07-28 probe as a server of sessions only does (HTTP 400)."""
+
+    async def wrapped(scope: Scope, receive: Receive, send: Send) -> None:
+        headers = dict(scope.get("headers", []))
+        if scope["type"] == "http" and headers.get(b"mcp-protocol-version") == b"2026-07-28":
+            while (await receive()).get("more_body"):
+                pass
+            error = {"code": -32000, "message": "Unsupported protocol version: 2026-07-28"}
+            body = json.dumps({"jsonrpc": "2.0", "id": None, "error": error}).encode()
+            start = {"type": "http.response.start", "status": 400}
+            await send({**start, "headers": [(b"content-type", b"application/json")]})
+            await send({"type": "http.response.body", "body": body})
+            return
+        await app(scope, receive, send)
+
+    return wrapped
+
+
 @asynccontextmanager
-async def media_toolkit() -> AsyncIterator[tuple[at.Toolkit, Bodies]]:
+async def media_toolkit(
+    era: Literal["stateless", "sessions"] = "stateless",
+) -> AsyncIterator[tuple[at.Toolkit, Bodies]]:
     """The media tools, unprefixed, through an actor; and what their server was sent."""
     app = FRONT.media_server().streamable_http_app()
-    bodies = Bodies(app)
+    bodies = Bodies(app if era == "stateless" else sessions_only(app))
     async with (
         app.router.lifespan_context(app),
         httpx.AsyncClient(

@@ -33,8 +33,11 @@ ROOT = Path(__file__).parents[2]
 BASE = "http://127.0.0.1:8000"
 
 
-async def test_a_client_of_the_front_receives_image_audio_and_resource_blocks_as_such() -> None:
-    async with media_toolkit() as (kit, _):
+@pytest.mark.parametrize("era", ["stateless", "sessions"])
+async def test_a_client_of_the_front_receives_image_audio_and_resource_blocks_as_such(
+    era: Literal["stateless", "sessions"],
+) -> None:
+    async with media_toolkit(era) as (kit, _):
         front = at.adapters.mcp_server(kit, name="front")
         async with Client(front.server) as sdk:
             image = await sdk.call_tool("test_image_content", {})
@@ -54,16 +57,17 @@ async def test_a_client_of_the_front_receives_image_audio_and_resource_blocks_as
     assert plain.content == [TextContent(text='{"result": "done"}')]
 
 
+@pytest.mark.parametrize("era", ["stateless", "sessions"])
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
 async def test_progress_reaches_the_client_that_asked_for_it(
-    mode: Literal["auto", "legacy"],
+    mode: Literal["auto", "legacy"], era: Literal["stateless", "sessions"]
 ) -> None:
     told: list[tuple[float, float | None, str | None]] = []
 
     async def on_progress(progress: float, total: float | None, message: str | None) -> None:
         told.append((progress, total, message))
 
-    async with media_toolkit() as (kit, upstream):
+    async with media_toolkit(era) as (kit, upstream):
         app = at.adapters.mcp_server(kit, name="front").streamable_http_app()
         async with (
             app.router.lifespan_context(app),
@@ -74,6 +78,8 @@ async def test_progress_reaches_the_client_that_asked_for_it(
             quiet = await sdk.call_tool("test_tool_with_progress", {})
     assert done.structured_content == quiet.structured_content == {"result": "done"}
     assert told == [(0, 100, "step 0"), (50, 100, "step 50"), (100, 100, "step 100")]
+    began = any(message.get("method") == "initialize" for message in upstream.messages)
+    assert began is (era == "sessions")
     # None asked, none kept: the source asks the server for progress only for the first call.
     asked, unasked = upstream.calls()
     assert isinstance(asked["_meta"], dict)
