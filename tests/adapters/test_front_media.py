@@ -9,6 +9,7 @@ proxies the reference server ``@modelcontextprotocol/server-everything`` (instal
 
 from __future__ import annotations
 
+import json
 import os
 import platform
 import subprocess
@@ -164,3 +165,26 @@ async def test_the_front_proxies_server_everything_media_and_progress() -> None:
     )
     assert not long.is_error
     assert told == [1, 2, 3]
+
+
+ODD: at.JsonValue = [{"type": "text", "text": "a", "annotations": {"priority": "high"}}]
+
+
+class Odd:
+    """A source whose ``odd`` answers blocks the SDK refuses (a priority that is no number)."""
+
+    name = "odd"
+
+    async def discover(self) -> list[at.ToolDefinition]:
+        return [at.ToolDefinition(name="odd", description="", input_schema={"type": "object"})]
+
+    async def call(self, tool: str, input: at.JsonObject) -> at.JsonValue:
+        return ODD
+
+
+async def test_blocks_the_sdk_refuses_are_served_as_their_json() -> None:
+    source = Odd()
+    kit = at.source_toolkit(source, await source.discover())
+    async with Client(at.adapters.mcp_server(kit, name="front").server) as sdk:
+        answer = await sdk.call_tool("odd", {})
+    assert answer.content == [TextContent(text=json.dumps(ODD))]
