@@ -45,7 +45,10 @@ def main(out: Path, baseline_path: Path, requirements: Path) -> int:
     per_check = {entry for entry in baseline if ":" in entry}
     not_scored = _not_scored(requirements)
     ran: set[str] = set()
-    print("\n=== MCP conformance summary (client scenarios, our at.mcp.http) ===")
+    print(
+        "\n=== MCP conformance summary (client scenarios: our at.mcp.http; "
+        "server-*: our MCP front) ==="
+    )
     for run in sorted(p for p in out.iterdir() if p.is_dir()):
         print(f"\n{run.name}:")
         for scenario, checks in _results(run).items():

@@ -28,7 +28,8 @@ Assembly and turns
     ``at.assemble`` with ``at.Member`` values and a policy (``at.Decision``) gives an
     ``at.Toolkit`` of ``at.Tool`` values (``at.ToolEntry`` when building one by hand;
     ``invoke`` gives an ``at.ToolResult``); ``at.Session`` runs a turn's calls (approval,
-    timeout, ``on_error``); ``at.source_toolkit`` gives one source's tools unprefixed.
+    timeout, ``on_error``, ``on_progress`` with ``at.Progress`` values); ``at.source_toolkit``
+    gives one source's tools unprefixed.
 Failures
     ``at.ToolSourceError`` and its reasons (``at.AuthenticationError``, ``at.NotFoundError``,
     ``at.InvalidInputError``, ``at.CallFailedError``, ``at.UnavailableError``,
@@ -69,6 +70,7 @@ from amends_toolkit._errors import (
     UnsupportedError,
 )
 from amends_toolkit._json import JsonInput, JsonObject, JsonValue
+from amends_toolkit._progress import Progress
 from amends_toolkit.presentations import (
     CodeRuntime,
     InProcessRuntime,
@@ -115,6 +117,7 @@ __all__ = (
     "MontyRuntime",
     "NameClash",
     "NotFoundError",
+    "Progress",
     "Restart",
     "Runtime",
     "Session",

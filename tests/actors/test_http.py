@@ -27,6 +27,7 @@ from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 import amends_toolkit as at
+from amends_toolkit._content import Media, content_parts
 from amends_toolkit.actors._http import _CLIENT_ERRORS, client_error
 
 CHUNK = b"x" * 16_384
@@ -404,10 +405,47 @@ async def test_a_json_answer_that_is_not_json_is_an_invalid_response(setup: Setu
 
 @pytest.mark.anyio
 async def test_an_answer_that_is_not_text_is_an_invalid_response(setup: Setup) -> None:
-    setup.api.reply = Reply(headers=[("content-type", "image/png")], body=b"\x89PNG\r\n\xff\xfe")
+    setup.api.reply = Reply(headers=[("content-type", "text/plain")], body=b"\x89PNG\r\n\xff\xfe")
     async with source_for(setup) as source:
         with pytest.raises(at.InvalidResponseError, match="not text"):
             await source.call("ping", {})
+
+
+PNG = b"\x89PNG\r\n\x1a\n\xff\xfe" * 30
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("content_type", "kind"),
+    [("image/png", "image"), ("audio/mpeg; x=1", "audio"), ("application/pdf", "resource")],
+)
+async def test_an_image_a_sound_or_a_pdf_is_a_content_block_of_its_bytes(
+    setup: Setup, content_type: str, kind: str
+) -> None:
+    setup.api.reply = Reply(headers=[("content-type", content_type)], body=PNG)
+    async with source_for(setup) as source:
+        answer = await source.call("ping", {})
+    [part] = content_parts(answer) or []
+    assert isinstance(part, Media)
+    assert part.decoded() == PNG
+    assert part.mime_type == content_type.split(";")[0]
+    assert isinstance(answer, list)
+    assert isinstance(answer[0], dict)
+    assert answer[0]["type"] == kind
+
+
+@pytest.mark.anyio
+async def test_media_longer_than_the_limit_in_base64_is_too_long(setup: Setup) -> None:
+    setup.api.reply = Reply(headers=[("content-type", "image/png")], body=PNG, chunks=6_000)
+    async with source_for(setup, max_answer_length=50_000) as source:
+        with pytest.raises(at.CallFailedError, match="longer than 50000 characters"):
+            await source.call("ping", {})
+    # 6,000 chunks are 98 MB; the source stops after about 3 of them (TCP buffers a few more).
+    assert setup.api.produced < 400
+    # Exactly the limit in base64 is read.
+    setup.api.reply = Reply(headers=[("content-type", "image/png")], body=b"\x89" * 300)
+    async with source_for(setup, max_answer_length=400) as source:
+        assert isinstance(await source.call("ping", {}), list)
 
 
 @pytest.mark.anyio

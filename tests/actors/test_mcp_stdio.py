@@ -106,7 +106,7 @@ async def test_an_sdk_server_process_lists_runs_fails_and_cancels_its_tools(
     )
     async with spawned(source) as sdk:
         definitions = {d.name: d for d in await sdk.discover()}
-        assert set(definitions) == {"add", "where", "failing", "slow"}
+        assert set(definitions) == {"add", "where", "failing", "slow", "steps"}
         add = definitions["add"]
         assert add.description == "Add two integers."
         assert add.annotations == at.Annotations(title="Add them", read_only=True)
@@ -133,6 +133,18 @@ async def test_an_sdk_server_process_lists_runs_fails_and_cancels_its_tools(
         # The server cancels the tool on notifications/cancelled, and goes on serving.
         await stderr.wait_for(lambda line: line == "slow tool ended")
         assert await sdk.call("add", {"a": 1, "b": 1}) == {"result": 2}
+
+        # Progress is asked for and relayed, in order, only when someone listens.
+        told: list[tuple[str, at.Progress]] = []
+        kit = at.source_toolkit(sdk, list(definitions.values()))
+        async with at.Session(
+            kit, approve=lambda n, i: True, on_progress=lambda *p: told.append(p)
+        ) as s:
+            assert await s.call("steps", {}) == {"asked": True}
+        assert told == [
+            ("steps", at.Progress(progress=n, total=3, message=f"step {n}")) for n in (1, 2, 3)
+        ]
+        assert await sdk.call("steps", {}) == {"asked": False}
     assert "sdk server starting" in stderr.lines
 
 

@@ -6,6 +6,7 @@ from trio.testing import MockClock
 
 import amends_toolkit as at
 from amends_toolkit import JsonObject, JsonValue
+from amends_toolkit._progress import listener, report
 
 from .toolkit_sources import CLOSED, Gate, Recording, allow_all, define, raising
 
@@ -336,3 +337,49 @@ async def test_a_cancelled_caller_cancels_its_call_and_gets_no_result() -> None:
 def test_a_timeout_that_is_no_positive_number_is_a_clear_error(timeout: float) -> None:
     with pytest.raises(ValueError, match="timeout must be a positive number"):
         at.Session(at.assemble([], allow_all), approve=never_asked, timeout=timeout)
+
+
+class Reporting:
+    """A source whose ``work`` reports two steps to whoever listens, and says whether anyone did."""
+
+    name = "job"
+
+    async def discover(self) -> list[at.ToolDefinition]:
+        return [define("work")]
+
+    async def call(self, tool: str, input: JsonObject) -> JsonValue:
+        on_progress = listener()
+        if on_progress is not None:
+            for step in (1, 2):
+                await report(on_progress, at.Progress(progress=step, total=2, message=f"{step}"))
+        return {"listened": on_progress is not None}
+
+
+async def test_progress_crosses_the_actor_to_the_session_that_asked_for_it() -> None:
+    told: list[tuple[str, at.Progress]] = []
+
+    async def on_progress(name: str, progress: at.Progress) -> None:
+        told.append((name, progress))
+
+    async with at.Runtime() as runtime:
+        ref = await runtime.spawn(Reporting())
+        kit = at.assemble([at.Member(ref, await ref.discover())], allow_all)
+        async with at.Session(kit, approve=never_asked, on_progress=on_progress) as session:
+            assert await session.call("job__work", {}) == {"listened": True}
+        async with at.Session(kit, approve=never_asked) as quiet:
+            assert await quiet.call("job__work", {}) == {"listened": False}
+        assert await kit.call("job__work", {}) == {"listened": False}
+    assert told == [
+        ("job__work", at.Progress(progress=1, total=2, message="1")),
+        ("job__work", at.Progress(progress=2, total=2, message="2")),
+    ]
+
+
+async def test_a_listener_that_fails_does_not_fail_the_call() -> None:
+    def broken(name: str, progress: at.Progress) -> None:
+        raise RuntimeError("the host's listener broke")
+
+    async with at.Session(
+        at.source_toolkit(Reporting(), [define("work")]), approve=never_asked, on_progress=broken
+    ) as session:
+        assert await session.call("work", {}) == {"listened": True}

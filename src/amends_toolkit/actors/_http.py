@@ -10,10 +10,13 @@ an input value the template      ``InvalidInputError``, saying which property an
 cannot send, or a body longer
 than ``max_body_size``
 2xx                              the body as JSON (a JSON content type), as text, or null
-                                 without one; ``InvalidResponseError`` when it says it is JSON
-                                 and is not, or is not text at all
+                                 without one; an image, a sound or a PDF as one MCP content
+                                 block of its base64 (``amends_toolkit._content``), which the
+                                 adapters give a model as media; ``InvalidResponseError`` when
+                                 it says it is JSON and is not, or is not text at all
 an answer longer than            ``CallFailedError`` telling the model to ask for less; the body
-``max_answer_length``            is read only until it is known to be too long
+``max_answer_length``            is read only until it is known to be too long (for media: its
+                                 base64)
 401, 403                         ``AuthenticationError`` (the body is not read)
 408, 429, 5xx                    ``UnavailableError`` with ``retry_after`` from ``Retry-After``
                                  (seconds or an HTTP date); the body is not read
@@ -42,6 +45,7 @@ from urllib.parse import urlsplit
 import anyio
 import attrs
 
+from amends_toolkit._content import media_block
 from amends_toolkit._errors import (
     AuthenticationError,
     CallFailedError,
@@ -69,6 +73,7 @@ from amends_toolkit.protocols.http import (
     parse_answer,
     retry_after,
 )
+from amends_toolkit.protocols.http._response import binary_media_type
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Mapping, Sequence
@@ -239,7 +244,7 @@ class HttpSource:
             status = response.status_code
             kind = outcome(status)
             if kind == "success":
-                return await self._success(response)
+                return await self._success(tool, response)
             _log.info("call.refused", source=self._name, tool=tool, status=status)
             phrase = _phrase(status)
             if kind == "authentication":
@@ -259,17 +264,18 @@ class HttpSource:
             message = f"The API answered {phrase}" + (f": {text}" if text else ".")
             raise CallFailedError(source=self._name, message=message)
 
-    async def _success(self, response: Response) -> JsonValue:
+    async def _success(self, tool: str, response: Response) -> JsonValue:
         content_type = response.headers.get("content-type")
+        media = binary_media_type(content_type)
+        if media is not None:
+            # Its base64 is what the model reads: four characters for every three bytes.
+            data = await _read_bytes(response, self._max_answer_length // 4 * 3)
+            if data is None:
+                raise self._too_long()
+            return [media_block(data, media, uri=f"answer:{tool}")]
         body = await _read(response, self._max_answer_length)
         if body.too_long:
-            raise CallFailedError(
-                source=self._name,
-                message=(
-                    f"The answer is longer than {self._max_answer_length} characters. Ask for "
-                    "less: use a filter, a smaller page or fewer fields."
-                ),
-            )
+            raise self._too_long()
         if body.undecodable:
             raise InvalidResponseError(
                 source=self._name,
@@ -280,9 +286,30 @@ class HttpSource:
         except UnreadableAnswer as error:
             raise InvalidResponseError(source=self._name, message=str(error)) from None
 
+    def _too_long(self) -> CallFailedError:
+        return CallFailedError(
+            source=self._name,
+            message=(
+                f"The answer is longer than {self._max_answer_length} characters. Ask for "
+                "less: use a filter, a smaller page or fewer fields."
+            ),
+        )
+
 
 class _Read(BoundedText):
     too_long = False
+
+
+async def _read_bytes(response: Response, limit: int) -> bytes | None:
+    """The body, or ``None`` as soon as it is longer than ``limit`` bytes."""
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in response.aiter_bytes():
+        size += len(chunk)
+        if size > limit:
+            return None
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 async def _read(response: Response, limit: int) -> _Read:

@@ -17,7 +17,7 @@ import functools
 import itertools
 import math
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Final, Literal, TypeVar
+from typing import TYPE_CHECKING, Final, Literal, TypeAlias, TypeVar
 from urllib.parse import urlsplit
 
 import anyio
@@ -31,6 +31,7 @@ from amends_toolkit._errors import (
     UnsupportedError,
 )
 from amends_toolkit._log import get_logger
+from amends_toolkit._progress import listener
 from amends_toolkit.actors._mcp_errors import (
     error_for_rpc,
     error_for_status,
@@ -52,6 +53,7 @@ from amends_toolkit.protocols.mcp._jsonrpc import (
     SESSION_VERSIONS,
     UNSUPPORTED_VERSION,
     ErrorResponse,
+    Notification,
     ProtocolError,
     Request,
     Response,
@@ -67,6 +69,7 @@ from amends_toolkit.protocols.mcp._results import (
     Complete,
     ToolFailed,
     call_params,
+    progress_relay,
     read_call_result,
     resend_delay,
 )
@@ -83,6 +86,7 @@ _log = get_logger(__name__)
 
 _T = TypeVar("_T")
 Era = Literal["modern", "session"]
+_Relay: TypeAlias = "Callable[[Notification], Awaitable[None]]"
 
 END_SESSION_TIMEOUT: Final = 5.0
 """The longest the source waits for its DELETE when it stops (never longer than ``timeout``)."""
@@ -292,6 +296,19 @@ class McpHttpSource:
                 return
             _log.info("mcp.session_ended", source=self._name, status=status)
 
+    async def _on_message(
+        self, session: _Session | None, relay: _Relay | None, message: Request | Notification
+    ) -> None:
+        """A message the server sent before its answer: a call's progress goes to ``relay``; a
+        request is answered in a session and ignored in the stateless protocol."""
+        if isinstance(message, Notification):
+            if relay is not None:
+                await relay(message)
+        elif session is not None:
+            await self._answer_server(session, message)
+        else:
+            _log.debug("mcp.server_request_ignored", source=self._name, method=message.method)
+
     async def _answer_server(self, session: _Session, message: Request) -> None:
         """Answer a server's request in a session: ``ping`` as the spec asks, others refused."""
         if message.method == "ping":
@@ -312,15 +329,21 @@ class McpHttpSource:
         *,
         name: str | None = None,
         marks: Mapping[str, str] | None = None,
+        relay: _Relay | None = None,
     ) -> Response | ErrorResponse:
         """Send one request in the era found and return its answer (a result or an error).
 
         In a session, a 404 ends it: another is begun once and the request sent again.
+        Notifications before the answer go to ``relay``.
         """
         if await self._ensure_era() == "modern":
-            message = request(next(self._ids), method, {**params, "_meta": modern_meta()})
+            meta = params.get("_meta")
+            meta = {**meta, **modern_meta()} if isinstance(meta, dict) else modern_meta()
+            message = request(next(self._ids), method, {**params, "_meta": meta})
             headers = _modern_headers(method, name=name, marks=marks)
-            return self._reply(await self._wire.post(message, headers=headers), method)
+            on_message = None if relay is None else functools.partial(self._on_message, None, relay)
+            answer = await self._wire.post(message, headers=headers, on_request=on_message)
+            return self._reply(answer, method)
         session = await self._ensure_session()
         for attempt in range(2):
             current = session
@@ -329,7 +352,7 @@ class McpHttpSource:
                 answer = await self._wire.post(
                     request(id_, method, params),
                     headers=current.headers(),
-                    on_request=functools.partial(self._answer_server, current),
+                    on_request=functools.partial(self._on_message, current, relay),
                     resume_headers=current.headers(),
                 )
             except anyio.get_cancelled_exc_class():
@@ -408,9 +431,15 @@ class McpHttpSource:
                 source=self._name,
                 message=f"{tool} was left out of discover: {self._rejected[tool]}",
             )
+        # Progress is asked of the server only when someone listens (none asked, none kept).
+        token: int | None = None
+        relay: _Relay | None = None
+        if (on_progress := listener()) is not None:
+            token = next(self._ids)
+            relay = progress_relay(on_progress, token)
         state: str | None = None
         for attempt in range(MAX_RESENDS + 1):
-            result = await self._call_once(tool, arguments, state)
+            result = await self._call_once(tool, arguments, state, token, relay)
             outcome = read_call_result(result)
             if isinstance(outcome, Complete):
                 return outcome.value
@@ -428,11 +457,18 @@ class McpHttpSource:
             message=f"{tool} asked to be sent again more than {MAX_RESENDS} times",
         )
 
-    async def _call_once(self, tool: str, arguments: JsonObject, state: str | None) -> JsonObject:
+    async def _call_once(
+        self,
+        tool: str,
+        arguments: JsonObject,
+        state: str | None,
+        token: int | None,
+        relay: _Relay | None,
+    ) -> JsonObject:
         """One ``tools/call``; on -32020 list the tools and resend once if the marks now differ."""
-        params = call_params(tool, arguments, request_state=state)
+        params = call_params(tool, arguments, request_state=state, progress_token=token)
         marks = self._headers_for(tool, arguments)
-        reply = await self._send("tools/call", params, name=tool, marks=marks)
+        reply = await self._send("tools/call", params, name=tool, marks=marks, relay=relay)
         if (
             isinstance(reply, ErrorResponse)
             and reply.code == HEADER_MISMATCH
@@ -444,7 +480,7 @@ class McpHttpSource:
             fresh = self._headers_for(tool, arguments)
             if fresh != marks:
                 _log.info("mcp.call_resent", source=self._name, reason="header marks changed")
-                reply = await self._send("tools/call", params, name=tool, marks=fresh)
+                reply = await self._send("tools/call", params, name=tool, marks=fresh, relay=relay)
         if isinstance(reply, ErrorResponse):
             raise error_for_rpc(self._name, reply, method="tools/call")
         return reply.result

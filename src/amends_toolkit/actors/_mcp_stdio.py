@@ -15,6 +15,7 @@ once.
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 import os
 from collections.abc import Mapping, Sequence
@@ -31,11 +32,13 @@ from amends_toolkit._errors import (
     UnsupportedError,
 )
 from amends_toolkit._log import get_logger
+from amends_toolkit._progress import listener
 from amends_toolkit.actors._mcp_errors import error_for_rpc
 from amends_toolkit.actors._mcp_listing import list_tools
 from amends_toolkit.protocols.mcp._jsonrpc import (
     SESSION_VERSIONS,
     ErrorResponse,
+    Notification,
     ProtocolError,
     initialize_params,
 )
@@ -43,6 +46,7 @@ from amends_toolkit.protocols.mcp._results import (
     Complete,
     ToolFailed,
     call_params,
+    progress_relay,
     read_call_result,
 )
 from amends_toolkit.protocols.mcp._stdio import ProcessEnded, StdioConnection
@@ -89,6 +93,7 @@ class McpStdioSource:
         self._cwd = cwd
         self._timeout = timeout
         self._live: _Live | None = None
+        self._tokens = itertools.count(1)
 
     @property
     def name(self) -> str:
@@ -199,9 +204,14 @@ class McpStdioSource:
         _log.info("mcp.session_begun", source=self._name, version=version, transport="stdio")
         return version
 
-    async def _result(self, method: str, params: JsonObject) -> JsonObject:
+    async def _result(
+        self,
+        method: str,
+        params: JsonObject,
+        on_notification: Callable[[Notification], Awaitable[None]] | None = None,
+    ) -> JsonObject:
         connection = await self._ready()
-        reply = await connection.request(method, params)
+        reply = await connection.request(method, params, on_notification=on_notification)
         if isinstance(reply, ErrorResponse):
             raise error_for_rpc(self._name, reply, method=method)
         return reply.result
@@ -214,7 +224,15 @@ class McpStdioSource:
         return [tool.definition for tool in listed.values()]
 
     async def _call(self, tool: str, arguments: JsonObject) -> JsonValue:
-        outcome = read_call_result(await self._result("tools/call", call_params(tool, arguments)))
+        # Progress is asked of the server only when someone listens (none asked, none kept).
+        on_progress = listener()
+        if on_progress is None:
+            params, relay = call_params(tool, arguments), None
+        else:
+            token = next(self._tokens)
+            params = call_params(tool, arguments, progress_token=token)
+            relay = progress_relay(on_progress, token)
+        outcome = read_call_result(await self._result("tools/call", params, relay))
         if isinstance(outcome, Complete):
             return outcome.value
         if isinstance(outcome, ToolFailed):

@@ -57,9 +57,13 @@ def mcp_server(
 
     Each call runs in its own :class:`~amends_toolkit.Session`, so it checks the input against
     the tool's schema (the SDK checks nothing), asks approval, applies the timeout and shows
-    errors exactly as a harness does. An answer that is a JSON object is the result's
-    ``structuredContent`` and a text block of its JSON; a string is a text block as it is; any
-    other JSON a text block of its JSON. A failure is ``isError: true`` with one text block, the
+    errors exactly as a harness does. An answer of MCP content blocks (an MCP tool's text,
+    images, audio and resources, or an HTTP source's image, sound or PDF) is those blocks as they
+    came; an answer that is a JSON object is the result's ``structuredContent`` and a text block
+    of its JSON; a string is a text block as it is; any other JSON a text block of its JSON.
+    A client that sends a progress token is sent the call's progress
+    (``notifications/progress`` with its token) as the source reports it; the source is asked
+    for progress only then (a client of the SDK's in-process transport has no token to send). A failure is ``isError: true`` with one text block, the
     failure's message (the model's text: no address, no credential). A name the server does not
     serve is the protocol error -32602 ("Unknown tool"). A call the client cancels is cancelled.
 

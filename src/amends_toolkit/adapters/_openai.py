@@ -3,12 +3,26 @@
 Function tools are never in strict mode: the parameters are the source's and may leave a property
 optional, which strict mode refuses. The parameters have an object root and property names the
 API accepts; a model's arguments are given back the source's names (see ``_schemas``).
+
+A result that holds media (:mod:`amends_toolkit._content`) reaches the model as media:
+
+- Responses API: a ``function_call_output`` whose ``output`` is a list of ``input_text``,
+  ``input_image`` (PNG, JPEG, WebP, GIF, as a data URL) and ``input_file`` (a PDF) parts.
+- Chat Completions: a ``tool`` message carries text only, so it holds the texts and, for each
+  medium, a line saying it follows; after the ``tool`` messages, one ``user`` message carries
+  the media of them all (``image_url``, ``input_audio`` for WAV and MP3, ``file`` for a PDF),
+  each after a text part naming its call. Every message stays in the order the API requires
+  (the ``tool`` messages right after the assistant's).
+
+Anything else (other audio, other files) is a line of text saying the API cannot carry it, never
+its base64.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
+from amends_toolkit._content import Media, Text, content_parts
 from amends_toolkit.adapters._calls import (
     NOT_OURS,
     PendingCall,
@@ -25,7 +39,7 @@ from amends_toolkit.adapters._schemas import model_schema
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
-    from amends_toolkit._json import JsonObject
+    from amends_toolkit._json import JsonObject, JsonValue
     from amends_toolkit.runtime import Toolkit
 
 __all__ = (
@@ -34,6 +48,9 @@ __all__ = (
     "run_openai_function_calls",
     "run_openai_tool_calls",
 )
+
+_IMAGES: Final = frozenset({"image/png", "image/jpeg", "image/webp", "image/gif"})
+_AUDIO: Final = {"audio/wav": "wav", "audio/x-wav": "wav", "audio/wave": "wav", "audio/mpeg": "mp3"}
 
 
 def openai_tools(toolkit: Toolkit) -> list[JsonObject]:
@@ -88,7 +105,8 @@ async def run_openai_tool_calls(
         them to the conversation after the assistant message. Calls run concurrently. Arguments
         that are not JSON, and calls of a kind of tool the toolkit never offered, are answered
         with a failure the model reads. A result that is a string is sent as it is, any other
-        JSON as JSON text.
+        JSON as JSON text; one that holds media is text in its message, and its media are in
+        one ``user`` message after all of them (see the module).
 
     Raises:
         ValueError: a call lacks its ``id`` (not something the API sends).
@@ -104,10 +122,30 @@ async def run_openai_tool_calls(
         else:
             pending.append(("", NOT_OURS))
     results = await run_all(caller, pending)
-    return [
-        {"role": "tool", "tool_call_id": call_id, "content": content_of(result)}
-        for call_id, result in zip(ids, results, strict=True)
-    ]
+    messages: list[JsonObject] = []
+    media: list[JsonValue] = []
+    for call_id, result in zip(ids, results, strict=True):
+        parts = content_parts(result)
+        if parts is None:
+            messages.append(
+                {"role": "tool", "tool_call_id": call_id, "content": content_of(result)}
+            )
+            continue
+        texts: list[str] = []
+        for part in parts:
+            if isinstance(part, Text):
+                texts.append(part.text)
+                continue
+            carried = _chat_media(part)
+            if carried is None:
+                texts.append(part.placeholder("the Chat Completions API cannot carry it").text)
+            else:
+                texts.append(part.placeholder("in the user message after the tool messages").text)
+                media += [{"type": "text", "text": f"From tool call {call_id}:"}, carried]
+        messages.append({"role": "tool", "tool_call_id": call_id, "content": "\n".join(texts)})
+    if media:
+        messages.append({"role": "user", "content": media})
+    return messages
 
 
 async def run_openai_function_calls(
@@ -122,7 +160,8 @@ async def run_openai_function_calls(
     Returns:
         One ``{"type": "function_call_output", "call_id", "output"}`` item per function call, in
         order, for the next request's ``input``. Calls run concurrently; arguments that are not
-        JSON are answered with a failure the model reads.
+        JSON are answered with a failure the model reads. A result that holds media is a list of
+        text, image and file parts (see the module).
 
     Raises:
         ValueError: a function call lacks its ``call_id`` or ``name``.
@@ -135,6 +174,38 @@ async def run_openai_function_calls(
     ]
     results = await run_all(caller, pending)
     return [
-        {"type": "function_call_output", "call_id": call_id, "output": content_of(result)}
+        {"type": "function_call_output", "call_id": call_id, "output": _responses_output(result)}
         for call_id, result in zip(ids, results, strict=True)
     ]
+
+
+def _responses_output(value: JsonValue) -> JsonValue:
+    parts = content_parts(value)
+    if parts is None:
+        return content_of(value)
+    output: list[JsonValue] = []
+    for part in parts:
+        if isinstance(part, Media):
+            if part.kind == "image" and part.mime_type in _IMAGES:
+                output.append({"type": "input_image", "image_url": part.data_url()})
+                continue
+            if part.mime_type == "application/pdf":
+                output.append(
+                    {"type": "input_file", "file_data": part.data_url(), "filename": part.filename}
+                )
+                continue
+            part = part.placeholder("the Responses API cannot carry it")
+        output.append({"type": "input_text", "text": part.text})
+    return output
+
+
+def _chat_media(part: Media) -> JsonObject | None:
+    """The content part of a Chat Completions ``user`` message that carries a medium."""
+    if part.kind == "image" and part.mime_type in _IMAGES:
+        return {"type": "image_url", "image_url": {"url": part.data_url()}}
+    audio = _AUDIO.get(part.mime_type)
+    if audio is not None:
+        return {"type": "input_audio", "input_audio": {"data": part.data, "format": audio}}
+    if part.mime_type == "application/pdf":
+        return {"type": "file", "file": {"file_data": part.data_url(), "filename": part.filename}}
+    return None

@@ -9,7 +9,8 @@ SDK). Build one with :func:`amends_toolkit.adapters.mcp_server`::
 
 The SDK speaks the protocol (the stateless 2026-07-28 era and sessions of the earlier versions,
 on one endpoint); the toolkit decides everything else: which tools exist, what input a tool takes
-(the SDK validates no argument against a schema), and what a call answers.
+(the SDK validates no argument against a schema), and what a call answers. A source's media
+(MCP content blocks) go to the client as blocks, and its progress to a client that asked.
 """
 
 from __future__ import annotations
@@ -23,8 +24,9 @@ from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 from mcp_types.methods import serialize_server_result
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
-from pydantic import ValidationError
+from pydantic import TypeAdapter, ValidationError
 
+from amends_toolkit._content import content_parts
 from amends_toolkit._log import get_logger
 from amends_toolkit.runtime import Member, Session, Toolkit
 
@@ -38,6 +40,7 @@ if TYPE_CHECKING:
     from amends_toolkit._definitions import Annotations
     from amends_toolkit._errors import Failure
     from amends_toolkit._json import JsonObject, JsonValue
+    from amends_toolkit._progress import Progress
     from amends_toolkit.runtime import ToolResult
     from amends_toolkit.runtime._session import Approve, OnError
 
@@ -45,6 +48,7 @@ __all__ = ("ToolkitServer",)
 
 _log = get_logger(__name__)
 _VERSIONS = (*HANDSHAKE_PROTOCOL_VERSIONS, *MODERN_PROTOCOL_VERSIONS)
+_BLOCKS: TypeAdapter[list[types.ContentBlock]] = TypeAdapter(list[types.ContentBlock])
 
 
 def _never(name: str, input: JsonObject) -> bool:
@@ -175,10 +179,20 @@ class ToolkitServer:
             # A protocol error, as the spec asks for a tool the server does not have.
             raise MCPError(code=types.INVALID_PARAMS, message=f"Unknown tool: {params.name}")
         arguments: JsonValue = {} if params.arguments is None else params.arguments
+        # Progress is relayed only to a client that asked for it with a token.
+        asked = ctx.meta is not None and ctx.meta.get("progress_token") is not None
+
+        async def relay(name: str, progress: Progress) -> None:
+            await ctx.session.report_progress(progress.progress, progress.total, progress.message)
+
         # A session per call: approval, on_error and timeout behave as in a harness, and a call
         # the client cancels is cancelled alone.
         async with Session(
-            self.toolkit, approve=self._approve, on_error=self._on_error, timeout=self._timeout
+            self.toolkit,
+            approve=self._approve,
+            on_error=self._on_error,
+            timeout=self._timeout,
+            on_progress=relay if asked else None,
         ) as session:
             result = await session.invoke(params.name, arguments)
         return _answer(result)
@@ -188,6 +202,12 @@ def _answer(result: ToolResult) -> types.CallToolResult:
     if result.failure is not None:
         return _failed(result.failure)
     value = result.value
+    if content_parts(value) is not None:
+        # MCP content blocks (an MCP tool's, or an HTTP source's binary answer) go on as blocks.
+        try:
+            return types.CallToolResult(content=_BLOCKS.validate_python(value))
+        except ValidationError:
+            _log.info("mcp_server.content_sent_as_json")
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
     return types.CallToolResult(
         content=[types.TextContent(text=text)],

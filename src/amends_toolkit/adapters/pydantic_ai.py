@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from amends_toolkit._content import Text, content_parts
 from amends_toolkit._extras import missing_extra
 from amends_toolkit.adapters._calls import with_source_names
 from amends_toolkit.adapters._schemas import model_schema
@@ -19,6 +20,7 @@ from amends_toolkit.runtime import Session, Toolkit
 
 try:
     from pydantic_ai.exceptions import ApprovalRequired
+    from pydantic_ai.messages import BinaryContent
     from pydantic_ai.tools import AgentDepsT, ToolDefinition
     from pydantic_ai.toolsets import AbstractToolset, ToolsetTool
     from pydantic_core import SchemaValidator, core_schema
@@ -57,7 +59,9 @@ class ToolkitToolset(AbstractToolset[AgentDepsT]):
 
     Every tool is declared with ``strict=False``. A failure (a refused input, a source's error,
     a defect) is a result the model reads, never an exception of the run; cancelling the run
-    cancels the calls.
+    cancels the calls. A result of MCP content blocks (:mod:`amends_toolkit._content`) is a list
+    of its texts and of ``BinaryContent`` for its images, sounds and files, which pydantic-ai
+    gives each model in the model's own form.
     """
 
     def __init__(
@@ -100,7 +104,7 @@ class ToolkitToolset(AbstractToolset[AgentDepsT]):
         tool_args: dict[str, Any],
         ctx: RunContext[AgentDepsT],
         tool: ToolsetTool[AgentDepsT],
-    ) -> JsonValue:
+    ) -> JsonValue | list[str | BinaryContent]:
         """Run the tool through the session or the toolkit; a failure is the result.
 
         Raises:
@@ -116,4 +120,13 @@ class ToolkitToolset(AbstractToolset[AgentDepsT]):
             entry = self._toolkit.entry(name)
             if entry.check(input) is None and entry.tool.requires_approval(input):  # type: ignore[arg-type]
                 raise ApprovalRequired
-        return await self._caller.call(name, input)
+        value = await self._caller.call(name, input)
+        parts = content_parts(value)
+        if parts is None:
+            return value
+        return [
+            part.text
+            if isinstance(part, Text)
+            else BinaryContent(data=part.decoded(), media_type=part.mime_type)
+            for part in parts
+        ]

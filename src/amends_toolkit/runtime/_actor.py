@@ -33,6 +33,7 @@ import attrs
 
 from amends_toolkit._errors import ToolSourceError, UnavailableError, UnknownError
 from amends_toolkit._log import get_logger
+from amends_toolkit._progress import listener, listening
 from amends_toolkit.runtime._messages import Call, Cancel, Control, Discover, Reply, Request, Stop
 from amends_toolkit.runtime._source import Lifespan, ToolSource
 
@@ -150,7 +151,12 @@ class ActorRef:
         """
         reply = Reply()
         message = Call(
-            id=next(self._ids), tool=tool, input=input, reply=reply, deadline=self._deadline()
+            id=next(self._ids),
+            tool=tool,
+            input=input,
+            reply=reply,
+            deadline=self._deadline(),
+            progress=listener(),
         )
         return cast("JsonValue", await self._ask(message))
 
@@ -303,7 +309,8 @@ class ActorRef:
         try:
             with scope:
                 if isinstance(message, Call):
-                    reply.resolve(await self._source.call(message.tool, message.input))
+                    with listening(message.progress):
+                        reply.resolve(await self._source.call(message.tool, message.input))
                 else:
                     reply.resolve(list(await self._source.discover()))
             if scope.cancelled_caught and not reply.abandoned:

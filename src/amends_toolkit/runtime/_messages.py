@@ -14,6 +14,7 @@ import anyio
 import attrs
 
 from amends_toolkit._json import JsonObject
+from amends_toolkit._progress import OnProgress
 
 if TYPE_CHECKING:
     from amends_toolkit._errors import ToolSourceError
@@ -69,13 +70,18 @@ class Discover:
 
 @attrs.frozen(kw_only=True)
 class Call:
-    """Run one tool; answered with its JSON."""
+    """Run one tool; answered with its JSON.
+
+    ``progress`` is who listens to the call's progress (the caller's
+    :func:`amends_toolkit._progress.listener`), carried across the mailbox to the worker.
+    """
 
     id: int
     tool: str
     input: JsonObject = attrs.field(eq=False)
     reply: Reply = attrs.field(eq=False)
     deadline: float = math.inf
+    progress: OnProgress | None = attrs.field(default=None, eq=False)
 
 
 @attrs.frozen(kw_only=True)

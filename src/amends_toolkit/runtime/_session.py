@@ -17,6 +17,7 @@ import anyio
 from amends_toolkit._errors import Failure, ToolSourceError, UnavailableError
 from amends_toolkit._json import JsonObject
 from amends_toolkit._log import get_logger
+from amends_toolkit._progress import Progress, listening
 from amends_toolkit.runtime._toolkit import ToolResult, as_json, not_found, refused, run_entry
 
 if TYPE_CHECKING:
@@ -25,7 +26,7 @@ if TYPE_CHECKING:
     from amends_toolkit._json import JsonInput, JsonValue
     from amends_toolkit.runtime._toolkit import Toolkit
 
-__all__ = ("Approve", "OnError", "Session")
+__all__ = ("Approve", "OnError", "OnProgress", "Session")
 
 _log = get_logger(__name__)
 
@@ -34,6 +35,9 @@ Approve: TypeAlias = Callable[[str, JsonObject], Awaitable[bool] | bool]
 
 OnError: TypeAlias = Callable[[str, ToolSourceError], Awaitable[None] | None]
 """The host's view of the error behind a failure, with the model-facing name of the tool."""
+
+OnProgress: TypeAlias = Callable[[str, Progress], Awaitable[None] | None]
+"""The host's view of a running call's progress, with the model-facing name of the tool."""
 
 DENIED = Failure(
     code="ApprovalDenied",
@@ -56,13 +60,26 @@ class Session:
             for example to ask for a connection again after an ``AuthenticationError``.
         timeout: Seconds a call may run (approval not counted); past it the call is cancelled
             and the model reads an ``UnavailableError`` failure, which ``on_error`` sees too.
+        on_progress: Called (and awaited, if it gives an awaitable) with the tool's name and
+            each :class:`~amends_toolkit.Progress` its source reports while the call runs (an
+            MCP server's ``notifications/progress``), in order. Without it no source is asked
+            for progress. A failure of it is logged and the call goes on.
 
     Leaving the block, or :meth:`close`, interrupts the calls still running: they end by
     cancellation and give no result. A call awaited in a task outside the block when the session
     closes, or one made after it closed, raises :class:`anyio.ClosedResourceError`.
     """
 
-    __slots__ = ("_approve", "_calls", "_on_error", "_scope", "_state", "_timeout", "_toolkit")
+    __slots__ = (
+        "_approve",
+        "_calls",
+        "_on_error",
+        "_on_progress",
+        "_scope",
+        "_state",
+        "_timeout",
+        "_toolkit",
+    )
 
     def __init__(
         self,
@@ -71,6 +88,7 @@ class Session:
         approve: Approve,
         on_error: OnError | None = None,
         timeout: float | None = None,
+        on_progress: OnProgress | None = None,
     ) -> None:
         if timeout is not None and not (timeout > 0 and math.isfinite(timeout)):
             raise ValueError(f"timeout must be a positive number of seconds or None, not {timeout}")
@@ -78,6 +96,7 @@ class Session:
         self._approve = approve
         self._on_error = on_error
         self._timeout = timeout
+        self._on_progress = on_progress
         self._scope: anyio.CancelScope | None = None
         self._calls: set[anyio.CancelScope] = set()
         self._state = "new"
@@ -143,7 +162,9 @@ class Session:
         with anyio.CancelScope() as scope:
             self._calls.add(scope)
             try:
-                return await self._run(name, input)
+                # The call's sources tell its progress to on_progress, or to no one.
+                with listening(self._progress_of(name)):
+                    return await self._run(name, input)
             finally:
                 self._calls.discard(scope)
         # Only the session cancels this scope: it closed while the call ran. Inside its block
@@ -185,3 +206,9 @@ class Session:
             if inspect.isawaitable(seen):
                 await seen
         return result
+
+    def _progress_of(self, name: str) -> Callable[[Progress], Awaitable[None] | None] | None:
+        on_progress = self._on_progress
+        if on_progress is None:
+            return None
+        return lambda progress: on_progress(name, progress)

@@ -7,6 +7,7 @@ import sys
 
 import anyio
 from mcp.server import MCPServer
+from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 
@@ -45,6 +46,15 @@ async def slow() -> str:
     finally:
         print("slow tool ended", file=sys.stderr, flush=True)
     return "late"
+
+
+@server.tool()
+async def steps(ctx: Context) -> dict[str, bool]:
+    """Reports three steps of progress, and says whether it was asked to."""
+    meta = ctx.request_context.meta or {}
+    for step in (1, 2, 3):
+        await ctx.report_progress(step, 3, f"step {step}")
+    return {"asked": meta.get("progress_token") is not None}
 
 
 if __name__ == "__main__":

@@ -4,7 +4,8 @@ it is needed.
 =====================  ==============================================================
 Status                 Outcome
 =====================  ==============================================================
-2xx                    ``"success"``: the body as JSON, as text, or null without one
+2xx                    ``"success"``: the body as JSON, as text, or null without one;
+                       an image, a sound or a PDF as its bytes (:func:`binary_media_type`)
 401, 403               ``"authentication"``
 408, 429, 5xx          ``"unavailable"``: the body is not read; ``Retry-After`` is
 other 4xx              ``"failed"``: the API's own words, cut to 500 characters
@@ -28,6 +29,7 @@ __all__ = (
     "BoundedText",
     "Outcome",
     "UnreadableAnswer",
+    "binary_media_type",
     "charset",
     "is_json",
     "outcome",
@@ -92,6 +94,16 @@ def is_json(content_type: str | None) -> bool:
         return False
     media = content_type.split(";", 1)[0].strip().lower()
     return media == "application/json" or media.endswith("+json")
+
+
+def binary_media_type(content_type: str | None) -> str | None:
+    """The media type of an answer read as bytes, not text: an image (not SVG, which is text), a
+    sound or a PDF; ``None`` for any other ``Content-Type``."""
+    media = (content_type or "").split(";", 1)[0].strip().lower()
+    top, _, sub = media.partition("/")
+    if top in ("image", "audio") and sub and not sub.endswith(("+xml", "+json")):
+        return media
+    return media if media == "application/pdf" else None
 
 
 def charset(content_type: str | None) -> str:

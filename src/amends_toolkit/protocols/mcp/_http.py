@@ -93,8 +93,9 @@ class HttpClient(Protocol):
     ) -> AbstractAsyncContextManager[HttpResponse]: ...
 
 
-ServerRequestHandler = Callable[[Request], Awaitable[None]]
-"""Answers a request the server makes on a session's stream (``ping``)."""
+ServerRequestHandler = Callable[[Request | Notification], Awaitable[None]]
+"""Answers a request the server makes on a session's stream (``ping``), and reads the
+notifications that come before the answer (a call's progress)."""
 
 
 class Unreachable(Exception):
@@ -308,6 +309,8 @@ async def _handle(message: Message, on_request: ServerRequestHandler | None) -> 
             await on_request(message)
     elif isinstance(message, Notification):
         _log.debug("mcp.notification_received", method=message.method)
+        if on_request is not None:
+            await on_request(message)
 
 
 def _answer_in_body(

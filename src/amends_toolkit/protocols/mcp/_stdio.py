@@ -51,9 +51,10 @@ from amends_toolkit.protocols.mcp._jsonrpc import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Mapping, Sequence
+    from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 
     from anyio.abc import ByteReceiveStream, Process
+    from anyio.streams.memory import MemoryObjectSendStream
 
     from amends_toolkit._json import JsonObject, JsonValue
 
@@ -86,6 +87,8 @@ CLOSE_GRACE: Final = 2.0
 TERMINATE_GRACE: Final = 2.0
 """Seconds a server has to exit once terminated, before it is killed (and again after)."""
 
+NOTES_BUFFER: Final = 64
+"""Notifications a request that reads them holds before it has read them; more are dropped."""
 CANCEL_NOTICE_TIMEOUT: Final = 1.0
 """The longest a cancelled request waits to send its ``notifications/cancelled``."""
 
@@ -164,12 +167,13 @@ def _exit(code: int | None) -> str:
 class _Pending:
     """A request that waits for its answer (or for the end of the process)."""
 
-    __slots__ = ("done", "error", "reply")
+    __slots__ = ("done", "error", "notes", "reply")
 
     def __init__(self) -> None:
         self.done = anyio.Event()
         self.reply: Response | ErrorResponse | None = None
         self.error: Exception | None = None
+        self.notes: MemoryObjectSendStream[Notification] | None = None
 
     def settle(self, reply: Response | ErrorResponse | None, error: Exception | None) -> None:
         if not self.done.is_set():
@@ -254,13 +258,20 @@ class StdioConnection:
         return self._process.returncode
 
     async def request(
-        self, method: str, params: JsonObject, *, cancellable: bool = True
+        self,
+        method: str,
+        params: JsonObject,
+        *,
+        cancellable: bool = True,
+        on_notification: Callable[[Notification], Awaitable[None]] | None = None,
     ) -> Response | ErrorResponse:
         """Send a request and wait for its answer.
 
         A cancelled request (a timeout, a caller gone) tells the server with
         ``notifications/cancelled`` unless ``cancellable`` is false (``initialize`` must not be
-        cancelled, says the spec), then lets the cancellation go on.
+        cancelled, says the spec), then lets the cancellation go on. ``on_notification`` reads,
+        in order and before the request returns, the notifications the server sends while the
+        request waits (a call's progress); past ``NOTES_BUFFER`` unread ones, more are dropped.
 
         Raises:
             ProcessEnded: the process ended before it answered.
@@ -271,7 +282,10 @@ class StdioConnection:
         self._pending[id] = pending
         try:
             await self._send(request(id, method, params))
-            await pending.done.wait()
+            if on_notification is None:
+                await pending.done.wait()
+            else:
+                await self._wait_reading(pending, on_notification)
         except anyio.get_cancelled_exc_class():
             if cancellable and not pending.done.is_set() and self._ended is None:
                 await self._notify_cancelled(id)
@@ -282,6 +296,26 @@ class StdioConnection:
             raise pending.error
         assert pending.reply is not None  # settled with a reply or an error, never neither
         return pending.reply
+
+    async def _wait_reading(
+        self, pending: _Pending, on_notification: Callable[[Notification], Awaitable[None]]
+    ) -> None:
+        notes, reading = anyio.create_memory_object_stream[Notification](NOTES_BUFFER)
+        pending.notes = notes
+
+        async def read() -> None:
+            async with reading:
+                async for note in reading:
+                    await on_notification(note)
+
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(read)
+            try:
+                await pending.done.wait()
+            finally:
+                # The notes sent before the answer are read before the request returns.
+                pending.notes = None
+                notes.close()
 
     async def notify(self, method: str, params: JsonObject | None = None) -> None:
         """Send a notification.
@@ -419,6 +453,10 @@ class StdioConnection:
             await self._answer(message)
         elif isinstance(message, Notification):
             _log.debug("mcp.stdio_notification", source=self._name, method=message.method)
+            for pending in self._pending.values():
+                if pending.notes is not None:
+                    with suppress(anyio.WouldBlock):
+                        pending.notes.send_nowait(message)
 
     async def _answer(self, message: Request) -> None:
         """A server's ``ping`` is answered as the spec asks; its other requests are refused."""

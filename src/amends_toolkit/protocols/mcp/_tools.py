@@ -63,8 +63,10 @@ def list_params(cursor: str | None) -> JsonObject:
 def read_tools_page(result: JsonObject, *, check_marks: bool) -> ToolsPage:
     """Read a ``tools/list`` result.
 
-    A tool without a name or an object input schema, and (with ``check_marks``) a tool whose
-    ``x-mcp-header`` marks the protocol does not allow, is rejected rather than failing the page.
+    A tool without a name or an object input schema, a tool that only runs as a task
+    (``execution.taskSupport: "required"``, which no call of the source asks for), and (with
+    ``check_marks``) a tool whose ``x-mcp-header`` marks the protocol does not allow, is rejected
+    rather than failing the page.
 
     Raises:
         ProtocolError: the result has no ``tools`` list, or a cursor that is not a string.
@@ -93,6 +95,10 @@ def _read_tool(tool: JsonValue, *, check_marks: bool) -> ListedTool | RejectedTo
     problem = schema_problem(schema)
     if problem is not None or not isinstance(schema, dict):
         return RejectedTool(name=name, reason=f"its inputSchema {problem}")
+    execution = tool.get("execution")
+    if isinstance(execution, dict) and execution.get("taskSupport") == "required":
+        # The source never augments a call with a task, so the server refuses every call.
+        return RejectedTool(name=name, reason="it can only run as a task (taskSupport: required)")
     marks: tuple[HeaderMark, ...] = ()
     if check_marks:
         try:
