@@ -212,12 +212,15 @@ async def test_a_tool_that_needs_approval_stands_beside_execute_and_is_not_in_th
     assert presented.tools["shout"].needs_approval is ask_if_loud
     description = presented.tools["execute"].description
     assert "async def echo(" in description
-    assert "delete" not in description
-    assert "shout" not in description
+    assert "def delete" not in description
+    assert "def shout" not in description
+    assert "beside `execute`, to call directly: delete, shout." in description
     for code in ['await tools.delete({"text": "x"})', 'await tools["shout"]({"text": "x"})']:
         failure = at.Failure.from_json(await presented.call("execute", {"code": code}))
         assert failure is not None
         assert failure.code == "CodeError"
+        assert "needs a person's approval, so code cannot call it" in failure.message
+        assert "it is a tool of its own beside `execute`" in failure.message
 
     asked: list[str] = []
 

@@ -55,7 +55,8 @@ def declare(tools: Sequence[tuple[str, Tool]]) -> str:
         methods.append(
             f"    async def {attribute}(self, input: {input_type}, /) -> Any:\n{_docstring(doc, 8)}"
         )
-    body = "\n\n".join(methods) if methods else "    pass"
+    methods.append("    def __getitem__(self, name: str, /) -> Any: ...")
+    body = "\n\n".join(methods)
     parts = [
         "from typing import Any, Literal, NotRequired, TypedDict",
         *writer.classes,
