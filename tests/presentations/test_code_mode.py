@@ -346,9 +346,7 @@ def asks_to_delete() -> Toolkit:
 async def test_the_time_a_person_takes_counts_in_neither_the_runs_nor_the_sessions_timeout() -> (
     None
 ):
-    presented = at.code_mode(
-        asks_to_delete(), at.InProcessRuntime(), approval="ask", timeout=60
-    )
+    presented = at.code_mode(asks_to_delete(), at.InProcessRuntime(), approval="ask", timeout=60)
 
     async def approve(name: str, input: JsonObject) -> bool:
         await anyio.sleep(3600)  # an hour: the person was at lunch
@@ -380,7 +378,9 @@ async def test_in_ask_mode_the_approval_tools_are_declared_and_asked_about_one_b
     def shout_needs(input: JsonObject) -> bool:
         return input.get("text") == "LOUD"
 
-    toolkit = kit(entry("echo"), entry("delete", approval=True), entry("shout", approval=shout_needs))
+    toolkit = kit(
+        entry("echo"), entry("delete", approval=True), entry("shout", approval=shout_needs)
+    )
     presented = at.code_mode(toolkit, at.InProcessRuntime(), approval="ask")
     assert list(presented.tools) == ["execute"]
     description = presented.tools["execute"].description

@@ -213,8 +213,12 @@ async def test_type_checked_code_with_a_mistake_is_a_code_error_and_no_tool_runs
 
     toolkit = Toolkit.from_entries(
         [
-            ToolEntry(tool=Tool(name="echo", description="Echo.", input_schema=TYPED), handler=echo),
-            ToolEntry(tool=Tool(name="note", description="Note.", input_schema=SAY), handler=recorded),
+            ToolEntry(
+                tool=Tool(name="echo", description="Echo.", input_schema=TYPED), handler=echo
+            ),
+            ToolEntry(
+                tool=Tool(name="note", description="Note.", input_schema=SAY), handler=recorded
+            ),
         ]
     )
     code = 'await tools.note({"text": "before"})\n' + code

@@ -223,7 +223,9 @@ async def test_a_paused_run_is_bytes_that_another_runtime_resumes() -> None:
     async with at.MontyRuntime(max_processes=1) as first:
         paused = await first.start(code, ["list", "delete"], call, approval=DeleteAsks())
     assert isinstance(paused, Paused)
-    assert paused.calls == (PendingCall(id=paused.calls[0].id, name="delete", input={"path": "a.txt"}),)
+    assert paused.calls == (
+        PendingCall(id=paused.calls[0].id, name="delete", input={"path": "a.txt"}),
+    )
     kept = paused.dump()
     assert isinstance(kept, bytes)
     del paused
