@@ -41,7 +41,7 @@ SCHEMA: JsonObject = {
     "additionalProperties": False,
 }
 INPUT: JsonObject = {"id": 7, "text": "hello"}
-CODE = {"code": 'return await tools.echo({"id": 7, "text": "hello"})'}
+CODE: JsonObject = {"code": 'return await tools.echo({"id": 7, "text": "hello"})'}
 
 
 async def echo(input: JsonObject) -> JsonValue:
@@ -89,7 +89,9 @@ async def bench_runs(runs: int) -> None:
                 )
             pause = measured["execute, Monty, one approval"] - measured["execute, MontyRuntime"]
             print(f"  a pause and a resume: {pause * 1e6:,.0f} us more than the same run's")
-        paused = await monty.start(CODE["code"], ["echo"], echo_call(direct), approval=_EchoWaits())
+        paused = await monty.start(
+            str(CODE["code"]), ["echo"], echo_call(direct), approval=_EchoWaits()
+        )
         assert isinstance(paused, Paused)
         print(f"  a paused run of this code, dumped: {len(paused.dump()):,} bytes")
 

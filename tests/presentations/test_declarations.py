@@ -190,9 +190,13 @@ def test_type_names_stay_unique_across_tools() -> None:
 
 def test_a_shape_two_tools_share_is_written_once() -> None:
     address = props(["city"], city={"type": "string"}, zip={"type": "string"})
+    notes: list[tuple[str, JsonObject]] = [
+        ("ship", {"type": "string"}),
+        ("bill", {"type": "integer"}),
+    ]
     tools = [
         Tool(name=name, description=name, input_schema=props(["to"], to=address, note=note))
-        for name, note in [("ship", {"type": "string"}), ("bill", {"type": "integer"})]
+        for name, note in notes
     ]
     text = declare([(tool.name, tool) for tool in tools])
     ast.parse(text)
