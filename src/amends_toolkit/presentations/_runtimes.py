@@ -387,6 +387,7 @@ class Paused:
         logs: The output kept so far, and ``dropped``, how many characters were not.
         made: The tool calls made so far, counted against the runtime's ``max_calls``.
         max_log_length: The run's ``max_log_length``.
+        lines: How many lines the code has (to say where in it a failure is).
     """
 
     snapshot: bytes
@@ -395,6 +396,7 @@ class Paused:
     dropped: int = 0
     made: int = 0
     max_log_length: int = MAX_LOG_LENGTH
+    lines: int = 0
 
     def dump(self) -> bytes:
         """The whole paused run as bytes: a line of JSON, then the snapshot."""
@@ -404,6 +406,7 @@ class Paused:
             "dropped": self.dropped,
             "made": self.made,
             "maxLogLength": self.max_log_length,
+            "lines": self.lines,
         }
         return json.dumps(head, ensure_ascii=True).encode() + b"\n" + self.snapshot
 
@@ -427,6 +430,7 @@ class Paused:
                 dropped=int(head["dropped"]),
                 made=int(head["made"]),
                 max_log_length=int(head["maxLogLength"]),
+                lines=int(head["lines"]),
             )
         except (ValueError, TypeError, KeyError) as error:
             raise ValueError(f"these bytes are not a paused run: {error}") from None
@@ -450,7 +454,7 @@ class Tools:
 tools = Tools()
 """
 
-_MAIN = "async def __main__():\n{body}await __main__()\n"
+_MAIN = "async def __main__():\n{body}{prelude}await __main__()\n"
 """The model's code as the body of ``__main__``: its line 1 is the feed's line 2."""
 
 _DIAGNOSTIC = re.compile(r"^[^:\n]+:(\d+):\d+: (?:error|warning)\[([\w-]+)\] (.*)$")
@@ -586,13 +590,17 @@ class MontyRuntime:
             for name, attribute in by_name.items()
         )
         prelude = _PRELUDE.format(methods=methods, names=list(names))
+        body = function_body(code)
+        lines = body.count("\n") - 1  # the code's own, without the closing pass
         logs = Logs(max_log_length)
-        async with self._checkout(pool, logs, stubs) as session:
-            await session.feed_run(prelude, skip_type_check=True)
-            snapshot = await session.feed_start(
-                _MAIN.format(body=function_body(code)), print_callback=logs.print
-            )
-            return await self._drive(snapshot, call, approval, logs, made=0)
+        async with self._checkout(pool, logs, stubs, lines) as session:
+            if stubs is None:  # one feed: the code first, so that its line numbers hold
+                source = _MAIN.format(body=body, prelude=prelude)
+            else:  # the prelude apart: the checker reads the code against the stubs only
+                await session.feed_run(prelude, skip_type_check=True)
+                source = _MAIN.format(body=body, prelude="")
+            snapshot = await session.feed_start(source, print_callback=logs.print)
+            return await self._drive(snapshot, call, approval, logs, made=0, lines=lines)
 
     async def resume(
         self,
@@ -621,7 +629,7 @@ class MontyRuntime:
             raise ValueError(f"{len(paused.calls)} calls wait for an answer, not {len(answers)}")
         pool = self._entered()
         logs = Logs(paused.max_log_length, kept=paused.logs, dropped=paused.dropped)
-        async with self._checkout(pool, logs, None) as session:
+        async with self._checkout(pool, logs, None, paused.lines) as session:
             snapshot = await session.load_snapshot(paused.snapshot, print_callback=logs.print)
             snapshot = await snapshot.resume(
                 {
@@ -629,7 +637,9 @@ class MontyRuntime:
                     for pending, answer in zip(paused.calls, answers, strict=True)
                 }
             )
-            return await self._drive(snapshot, call, approval, logs, made=paused.made)
+            return await self._drive(
+                snapshot, call, approval, logs, made=paused.made, lines=paused.lines
+            )
 
     def _entered(self) -> Any:
         if self._pool is None:
@@ -639,7 +649,7 @@ class MontyRuntime:
             )
         return self._pool
 
-    def _checkout(self, pool: Any, logs: Logs, stubs: str | None) -> _Checkout:
+    def _checkout(self, pool: Any, logs: Logs, stubs: str | None, lines: int) -> _Checkout:
         limits = {
             "max_memory": self._max_memory,
             # Monty counts each call twice (made, then answered) and sleeps too; the run's own
@@ -653,12 +663,20 @@ class MontyRuntime:
             type_check_stubs=stubs,
             type_check_format="concise",
         )
-        return _Checkout(session, logs, self.max_calls)
+        return _Checkout(session, logs, self.max_calls, lines)
 
     async def _drive(
-        self, snapshot: Any, call: Call, approval: Approval | None, logs: Logs, *, made: int
+        self,
+        snapshot: Any,
+        call: Call,
+        approval: Approval | None,
+        logs: Logs,
+        *,
+        made: int,
+        lines: int,
     ) -> Finished | Paused:
-        return await _Drive(call, approval, logs, made=made, max_calls=self.max_calls).run(snapshot)
+        drive = _Drive(call, approval, logs, made=made, max_calls=self.max_calls, lines=lines)
+        return await drive.run(snapshot)
 
 
 class _Drive:
@@ -678,7 +696,9 @@ class _Drive:
         *,
         made: int,
         max_calls: int,
+        lines: int,
     ) -> None:
+        self._lines = lines
         self._call = call
         self._approval = approval
         self._logs = logs
@@ -738,6 +758,7 @@ class _Drive:
                         dropped=self._logs.dropped,
                         made=self._made,
                         max_log_length=self._logs.limit,
+                        lines=self._lines,
                     )
             else:  # a name nobody defined: resumed unbound, the code reads NameError
                 snapshot = await snapshot.resume()
@@ -832,10 +853,11 @@ def _too_many_calls(limit: int, logs: Logs) -> CodeError:
 class _Checkout:
     """A worker of the pool for one stretch of a run, with Monty's errors read as CodeError."""
 
-    def __init__(self, session: Any, logs: Logs, max_calls: int) -> None:
+    def __init__(self, session: Any, logs: Logs, max_calls: int, lines: int) -> None:
         self._session = session
         self._logs = logs
         self._max_calls = max_calls
+        self._lines = lines
 
     async def __aenter__(self) -> Any:
         return await self._session.__aenter__()
@@ -862,19 +884,20 @@ class _Checkout:
             message = error.display("type-msg")
             if message.startswith("RuntimeError: suspension limit"):
                 return _too_many_calls(self._max_calls, self._logs)
-            return CodeError(f"The code raised {message}{_where(error.traceback())}", logs=logs)
+            where = _where(error.traceback(), self._lines)
+            return CodeError(f"The code raised {message}{where}", logs=logs)
         # a crashed worker (memory): the model reads that its code failed
         _log.warning("code.crashed", error=str(error))
         return CodeError(f"The code stopped: {error}", logs=logs)
 
 
-def _where(frames: Sequence[Any]) -> str:
-    """Where in the model's code a Monty error was, when it was there."""
+def _where(frames: Sequence[Any], lines: int) -> str:
+    """Where in the model's code (``lines`` long) a Monty error was, when it was there."""
     if not frames:
         return ""
     main = frames[0].filename  # the feed of __main__ awaits it at its top
     for frame in reversed(frames):
-        if frame.filename == main and frame.function_name != "<module>" and frame.line > 1:
+        if frame.filename == main and 1 < frame.line <= lines + 1:
             return f" (line {frame.line - 1})"
     return ""
 
