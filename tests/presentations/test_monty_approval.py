@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import json
+import os
+import sys
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import anyio
 import pytest
 
 import amends_toolkit as at
 from amends_toolkit import JsonObject, JsonValue
-from amends_toolkit.presentations import Finished, Paused, PendingCall, ToolError
+from amends_toolkit.presentations import CodeTools, Finished, Paused
 from amends_toolkit.runtime import Tool, ToolEntry, Toolkit
 
 pytest.importorskip("pydantic_monty")
@@ -192,54 +196,97 @@ async def test_outside_a_session_no_one_is_asked_and_the_tool_does_not_run(
     assert files.ran == []
 
 
-class DeleteAsks:
-    """An approval that makes ``delete`` wait; no one is asked in the runtime's own tests."""
+GONE = """
+names = await tools.list({})
+print("listed", len(names))
+gone = []
+for name in names:
+    try:
+        gone.append((await tools.delete({"path": name}))["deleted"])
+    except ToolError as error:
+        gone.append(str(error))
+return gone
+"""
 
-    def needed(self, name: str, input: JsonObject) -> bool:
-        return name == "delete"
+# Another process, with the same tools, resumes the paused run from its bytes on stdin.
+RESUME_ELSEWHERE = """
+import json, sys
+import anyio
+import amends_toolkit as at
+from amends_toolkit.presentations import CodeTools, Paused
+from amends_toolkit.runtime import Tool, ToolEntry, Toolkit
 
-    async def ask(self, name: str, input: JsonObject) -> JsonValue:
-        raise AssertionError("the host answers, not the runtime")
+async def delete(input):
+    print("deleted here", input["path"], file=sys.stderr)
+    return {"deleted": input["path"]}
+
+async def main():
+    schema = {"type": "object", "properties": {"path": {"type": "string"}}}
+    tool = Tool(name="delete", description="", input_schema=schema, needs_approval=True)
+    listing = Tool(name="list", description="", input_schema={"type": "object"})
+    tools = CodeTools(
+        Toolkit.from_entries(
+            [ToolEntry(tool=listing, handler=None), ToolEntry(tool=tool, handler=delete)]
+        ),
+        approval="ask",
+    )
+    step = Paused.load(sys.stdin.buffer.read())
+    async with at.MontyRuntime(max_processes=1) as runtime:
+        while isinstance(step, Paused):
+            answers = [
+                await tools.answer(call, approved=call.input["path"] == "a.txt")
+                for call in step.calls
+            ]
+            step = await runtime.resume(step, answers, tools.call, approval=tools)
+    print(json.dumps({"value": step.value, "logs": step.logs}))
+
+anyio.run(main)
+"""
 
 
-async def test_a_paused_run_is_bytes_that_another_runtime_resumes() -> None:
+async def test_a_paused_run_is_bytes_that_another_process_resumes() -> None:
     files = Files()
-    toolkit = files.toolkit()
-
-    async def call(name: str, input: JsonObject) -> JsonValue:
-        return (await toolkit.invoke(name, input)).unwrap()
-
-    code = (
-        "names = await tools.list({})\n"
-        'print("listed", len(names))\n'
-        "gone = []\n"
-        "for name in names:\n"
-        "    try:\n"
-        '        gone.append((await tools.delete({"path": name}))["deleted"])\n'
-        "    except ToolError as error:\n"
-        "        gone.append(str(error))\n"
-        "return gone"
-    )
-    async with at.MontyRuntime(max_processes=1) as first:
-        paused = await first.start(code, ["list", "delete"], call, approval=DeleteAsks())
+    tools = CodeTools(files.toolkit(), approval="ask")
+    async with at.MontyRuntime(max_processes=1) as runtime:
+        paused = await runtime.start(GONE, tools.names, tools.call, approval=tools)
     assert isinstance(paused, Paused)
-    assert paused.calls == (
-        PendingCall(id=paused.calls[0].id, name="delete", input={"path": "a.txt"}),
-    )
+    assert [(call.name, call.input) for call in paused.calls] == [("delete", {"path": "a.txt"})]
     kept = paused.dump()
-    assert isinstance(kept, bytes)
-    del paused
+    assert files.ran == [("list", {})]  # the runtime is closed, the run is these bytes
 
-    async with at.MontyRuntime(max_processes=1) as second:
-        again = Paused.load(kept)
-        step = await second.resume(again, [{"deleted": "a.txt"}], call, approval=DeleteAsks())
-        assert isinstance(step, Paused)
-        assert [pending.input for pending in step.calls] == [{"path": "b.txt"}]
-        refusal = ToolError(code="ApprovalDenied", message="no")
-        done = await second.resume(Paused.load(step.dump()), [refusal], call, approval=DeleteAsks())
-    assert done == Finished(value=["a.txt", "ApprovalDenied: no"], logs=["listed 2"])
-    # the host answered the deletes: the tool itself never ran
+    src = str(Path(at.__file__).parents[1])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([src, os.environ.get("PYTHONPATH", "")])}
+    resumed = await anyio.run_process(
+        [sys.executable, "-c", RESUME_ELSEWHERE], input=kept, check=False, env=env
+    )
+    assert resumed.returncode == 0, resumed.stderr.decode()
+    assert json.loads(resumed.stdout) == {
+        "value": ["a.txt", "ApprovalDenied: A person did not approve this call; it did not run."],
+        "logs": ["listed 2"],
+    }
+    assert resumed.stderr.decode().splitlines() == ["deleted here a.txt"]
     assert files.ran == [("list", {})]
+
+
+async def test_a_paused_run_resumes_in_another_runtime_of_this_process() -> None:
+    files = Files()
+    tools = CodeTools(files.toolkit(), approval="ask")
+    async with at.MontyRuntime(max_processes=1) as first:
+        paused = await first.start(GONE, tools.names, tools.call, approval=tools)
+    assert isinstance(paused, Paused)
+    async with at.MontyRuntime(max_processes=1) as second:
+        approved = await tools.answer(paused.calls[0], approved=True)
+        step = await second.resume(
+            Paused.load(paused.dump()), [approved], tools.call, approval=tools
+        )
+        assert isinstance(step, Paused)
+        refused = await tools.answer(step.calls[0], approved=False)
+        done = await second.resume(step, [refused], tools.call, approval=tools)
+    assert done == Finished(
+        value=["a.txt", "ApprovalDenied: A person did not approve this call; it did not run."],
+        logs=["listed 2"],
+    )
+    assert files.ran == [("list", {}), ("delete", {"path": "a.txt"})]
 
 
 def test_bytes_that_are_no_paused_run_are_refused() -> None:

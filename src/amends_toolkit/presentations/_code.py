@@ -20,6 +20,7 @@ from amends_toolkit.presentations._runtimes import (
     MAX_LOG_LENGTH,
     CodeError,
     MontyRuntime,
+    PendingCall,
     ToolError,
     attributes,
 )
@@ -33,7 +34,7 @@ if TYPE_CHECKING:
     from amends_toolkit.presentations._runtimes import CodeRuntime
     from amends_toolkit.runtime._session import Ask
 
-__all__ = ("EXECUTE", "ApprovalMode", "code_mode")
+__all__ = ("EXECUTE", "ApprovalMode", "CodeTools", "code_mode")
 
 EXECUTE = "execute"
 """The name of the tool that runs code."""
@@ -123,12 +124,7 @@ def code_mode(
         raise ValueError(f'approval must be "split" or "ask", not {approval!r}')
     if type_check and not isinstance(runtime, MontyRuntime):
         raise ValueError("type_check needs a MontyRuntime: Monty's type checker checks the code")
-    asks = approval == "ask"
-    declared = [tool.name for tool in toolkit.tools.values() if asks or not tool.needs_approval]
-    apart = [name for name in toolkit.tools if name not in declared]
-    by_name = attributes([*declared, *apart])
-    declarations = declare([(by_name[name], toolkit.tools[name]) for name in declared])
-    calls = _Calls(toolkit, frozenset(declared), frozenset(apart), by_name)
+    tools = CodeTools(toolkit, approval=approval)
 
     async def execute(input: JsonObject) -> JsonValue:
         code = input["code"]
@@ -144,11 +140,11 @@ def code_mode(
             try:
                 result, logs = await runtime.run(
                     code,
-                    [*declared, *apart],
-                    calls.call,
-                    approval=_Asking(calls, ask, scope) if asks else None,
+                    tools.names,
+                    tools.call,
+                    approval=_Asking(tools, ask, scope) if approval == "ask" else None,
                     max_log_length=max_log_length,
-                    stubs=declarations if type_check else None,
+                    stubs=tools.declarations if type_check else None,
                 )
             except CodeError as error:
                 raise Failure(code="CodeError", message=_code_error(error)) from None
@@ -170,45 +166,65 @@ def code_mode(
             )
         return answer
 
-    description = _description(declarations, apart)
+    description = _description(tools.declarations, tools.apart)
     return Toolkit.from_entries(
         [
             ToolEntry(tool=_execute_tool(description), handler=execute),
-            *(toolkit.entry(name) for name in apart),
+            *(toolkit.entry(name) for name in tools.apart),
         ]
     )
 
 
-class _Calls:
-    """How the code's calls run: the tools declared to it, and a word about those apart."""
+class CodeTools:
+    """The tools of code mode's runs over a toolkit: which the code may call, and how each runs.
 
-    def __init__(
-        self,
-        toolkit: Toolkit,
-        declared: frozenset[str],
-        apart: frozenset[str],
-        by_name: dict[str, str],
-    ) -> None:
+    :func:`code_mode` makes one; a host that drives a :class:`MontyRuntime` itself (to keep a
+    paused run, or resume it in another process) makes the same, and gives ``names``, ``call``
+    and itself (an :class:`Approval`) to :meth:`MontyRuntime.start` and
+    :meth:`MontyRuntime.resume`, and answers a paused run's calls with :meth:`answer`::
+
+        tools = CodeTools(toolkit, approval="ask")
+        step = await runtime.start(code, tools.names, tools.call, approval=tools)
+        ...
+        answers = [await tools.answer(call, approved=...) for call in paused.calls]
+        step = await runtime.resume(paused, answers, tools.call, approval=tools)
+
+    Attributes:
+        toolkit: The toolkit presented.
+        names: The names the code may reach: those declared to it, then those apart.
+        declared: The tools declared to the code, which it calls.
+        apart: With ``approval="split"``, the tools that need approval: beside ``execute``, and
+            each call of them from code is refused (``ApprovalRequired``) with a word that says
+            to call it directly.
+        declarations: The Python stubs of the declared tools.
+    """
+
+    def __init__(self, toolkit: Toolkit, *, approval: ApprovalMode = "split") -> None:
         self.toolkit = toolkit
-        self._declared = declared
-        self._apart = apart
-        self._by_name = by_name
+        asks = approval == "ask"
+        self.declared = tuple(
+            tool.name for tool in toolkit.tools.values() if asks or not tool.needs_approval
+        )
+        self.apart = tuple(name for name in toolkit.tools if name not in self.declared)
+        self.names = (*self.declared, *self.apart)
+        self._by_name = attributes(self.names)
+        self.declarations = declare(
+            [(self._by_name[name], toolkit.tools[name]) for name in self.declared]
+        )
 
     async def call(self, name: str, input: JsonObject) -> JsonValue:
-        """Run a call that waits for no one: its answer, or raise ToolError."""
-        if name in self._apart:
+        """Run a call that waits for no one: its answer, or raise :class:`ToolError`."""
+        if name in self.apart:
             raise ToolError(
                 code="ApprovalRequired",
                 message=f"tools.{self._by_name[name]} needs a person's approval, so code cannot"
                 f" call it: it is a tool of its own beside `{EXECUTE}`. Call {name} directly"
                 f" (not from code), then use its result in another run.",
             )
-        if name not in self._declared:
+        if name not in self.declared:
             raise ToolError(code="NotFoundError", message=f"There is no tool {name!r} to call.")
-        entry = self.toolkit.entry(name)
-        problem = entry.check(input)
-        if problem is None and entry.tool.requires_approval(input):
-            # the runtime asks Approval.needed first; a runtime that did not reaches here
+        if self.needed(name, input):
+            # the runtime asks needed() first; a runtime that did not reaches here
             raise ToolError(code="ApprovalRequired", message=_UNASKED)
         result = await self.toolkit.invoke(name, input)
         if result.failure is not None:
@@ -217,10 +233,25 @@ class _Calls:
 
     def needed(self, name: str, input: JsonObject) -> bool:
         """Whether this call of a declared tool waits for a person (its input being valid)."""
-        if name not in self._declared:
+        if name not in self.declared:
             return False
         entry = self.toolkit.entry(name)
         return entry.check(input) is None and entry.tool.requires_approval(input)
+
+    async def ask(self, name: str, input: JsonObject) -> JsonValue:
+        """No one is asked here: raise ``ApprovalRequired`` (a Session asks, in code mode)."""
+        raise ToolError(code="ApprovalRequired", message=_UNASKED)
+
+    async def answer(self, call: PendingCall, *, approved: bool) -> JsonValue | ToolError:
+        """What a paused run reads of a call a person answered: the tool's answer when they
+        approved (it runs now), else the refusal (``ApprovalDenied``); a failure as ToolError."""
+        if not approved:
+            _log.info("call.denied", tool=call.name)
+            return ToolError(code=DENIED.code, message=DENIED.message)
+        result = await run_entry(self.toolkit.entry(call.name), call.input)
+        if result.failure is not None:
+            return ToolError(code=result.failure.code, message=result.failure.message)
+        return result.value
 
 
 _UNASKED = (
@@ -232,26 +263,25 @@ _UNASKED = (
 class _Asking:
     """Code mode's :class:`Approval`: the Session's ``approve``, the run's clock stopped."""
 
-    def __init__(self, calls: _Calls, ask: Ask | None, scope: anyio.CancelScope) -> None:
-        self._calls = calls
+    def __init__(self, tools: CodeTools, ask: Ask | None, scope: anyio.CancelScope) -> None:
+        self._tools = tools
         self._ask = ask
         self._scope = scope
 
     def needed(self, name: str, input: JsonObject) -> bool:
-        return self._calls.needed(name, input)
+        return self._tools.needed(name, input)
 
     async def ask(self, name: str, input: JsonObject) -> JsonValue:
         if self._ask is None:
-            raise ToolError(code="ApprovalRequired", message=_UNASKED)
+            return await self._tools.ask(name, input)
         with untimed(self._scope):
             approved = await self._ask(name, input)
-        if not approved:
-            _log.info("call.denied", tool=name)
-            raise ToolError(code=DENIED.code, message=DENIED.message)
-        result = await run_entry(self._calls.toolkit.entry(name), input)
-        if result.failure is not None:
-            raise ToolError(code=result.failure.code, message=result.failure.message)
-        return result.value
+        answer = await self._tools.answer(
+            PendingCall(id=0, name=name, input=input), approved=approved
+        )
+        if isinstance(answer, ToolError):
+            raise answer
+        return answer
 
 
 def _code_error(error: CodeError) -> str:
