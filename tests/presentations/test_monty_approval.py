@@ -293,3 +293,33 @@ def test_bytes_that_are_no_paused_run_are_refused() -> None:
     for data in [b"", b"not json\nxx", b'{"calls": 3}\nxx']:
         with pytest.raises(ValueError, match="not a paused run"):
             Paused.load(data)
+
+
+async def test_approval_calls_the_code_gathers_are_asked_in_turn_in_one_pause(
+    monty: at.MontyRuntime,
+) -> None:
+    files = Files()
+    presented = at.code_mode(files.toolkit(), monty, approval="ask")
+    asked: list[JsonValue] = []
+
+    def approve(name: str, input: JsonObject) -> bool:
+        asked.append(input["path"])
+        return True
+
+    code = (
+        "import asyncio\n"
+        "both = await asyncio.gather(\n"
+        '    tools.delete({"path": "a.txt"}), tools.list({}), tools.delete({"path": "b.txt"})\n'
+        ")\n"
+        'print("gathered", len(both))\n'
+        "return both[3]"
+    )
+    async with at.Session(presented, approve=approve) as session:
+        failure = at.Failure.from_json(await session.call("execute", {"code": code}))
+    assert asked == ["a.txt", "b.txt"]
+    assert failure is not None
+    # a failure after the run resumed still names its line in the code
+    assert failure.message == (
+        "The code raised IndexError: list index out of range (line 6)\n"
+        "What it logged before:\ngathered 3"
+    )
