@@ -506,12 +506,7 @@ class MontyRuntime:
 
     async def __aenter__(self) -> Self:
         _on_asyncio()
-        try:
-            import pydantic_monty
-        except ImportError as error:
-            raise ImportError(
-                "MontyRuntime needs the monty extra: pip install 'amends-toolkit[monty]'"
-            ) from error
+        import pydantic_monty
 
         pool = pydantic_monty.AsyncMonty(max_processes=self._max_processes)
         await pool.__aenter__()
