@@ -432,9 +432,14 @@ async def test_outside_a_session_an_approval_call_from_code_does_not_run() -> No
 
 
 async def test_a_multi_line_string_in_the_code_keeps_its_text() -> None:
-    code = 'text = """first\n  second\nthird"""\nother = f"""a\n{1 + 1}\nb"""\nreturn [text, other]'
+    code = (
+        'text = """first\n  second\nthird"""\n'
+        'other = f"""a\n{1 + 1}\nb"""\n'
+        'odd = "one\u2028two"  # a line separator Python reads inside a string\n'
+        "return [text, other, odd]"
+    )
     assert await execute(kit(entry("echo")), code) == {
-        "result": ["first\n  second\nthird", "a\n2\nb"],
+        "result": ["first\n  second\nthird", "a\n2\nb", "one\u2028two"],
         "logs": [],
     }
 

@@ -244,14 +244,14 @@ def function_body(code: str) -> str:
     A line that continues a multi-line string (or any token spanning lines) keeps its text as
     written, so ``\"\"\"a\\nb\"\"\"`` means the same in the body as in the code.
     """
+    lines = io.StringIO(code).readlines()  # the rows tokenize counts: split at "\n" only
     inside: set[int] = set()  # rows (1-based) that begin inside a token
     try:
-        for token in tokenize.generate_tokens(io.StringIO(code).readline):
+        for token in tokenize.generate_tokens(iter(lines).__next__):
             (start, _), (end, _) = token.start, token.end
             inside.update(range(start + 1, end + 1))
     except (tokenize.TokenError, SyntaxError):
         pass  # the code does not parse: compiling it says where, with or without this
-    lines = code.splitlines(keepends=True)
     body = "".join(
         line if row in inside or not line.strip() else "    " + line
         for row, line in enumerate(lines, start=1)
