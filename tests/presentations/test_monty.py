@@ -266,7 +266,11 @@ async def test_code_calling_a_tool_split_out_for_approval_is_told_to_call_it_dir
 
 
 async def test_more_tool_calls_than_a_run_may_make_is_a_code_error_saying_how_many() -> None:
+    with pytest.raises(ValueError, match="max_calls must be a positive whole number"):
+        at.MontyRuntime(max_calls=0)
     async with at.MontyRuntime(max_calls=5) as runtime:
+        description = at.code_mode(TOOLKIT, runtime).tools["execute"].description
+        assert "A run may make at most 5 tool calls." in description
         code = 'for n in range(6):\n    print(n)\n    await tools.my_echo({"text": "a"})'
         failure = at.Failure.from_json(await run(runtime, code))
         assert failure is not None

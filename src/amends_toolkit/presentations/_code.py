@@ -166,7 +166,8 @@ def code_mode(
             )
         return answer
 
-    description = _description(tools.declarations, tools.apart)
+    max_calls = runtime.max_calls if isinstance(runtime, MontyRuntime) else None
+    description = _description(tools.declarations, tools.apart, max_calls)
     return Toolkit.from_entries(
         [
             ToolEntry(tool=_execute_tool(description), handler=execute),
@@ -291,10 +292,10 @@ def _code_error(error: CodeError) -> str:
     return message
 
 
-def _description(declarations: str, apart: Sequence[str]) -> str:
-    note = ""
+def _description(declarations: str, apart: Sequence[str], max_calls: int | None) -> str:
+    note = f" A run may make at most {max_calls} tool calls." if max_calls is not None else ""
     if apart:
-        note = (
+        note += (
             "\n\nThese tools need a person's approval, so code cannot call them: each is a tool"
             f" of its own beside `{EXECUTE}`, to call directly: " + ", ".join(apart) + "."
         )
