@@ -343,14 +343,3 @@ async def test_execute_on_a_runtime_not_entered_tells_the_host_how_to_fix_it() -
     assert result.failure.message == "The tool source failed."  # the model's side
     assert isinstance(result.error, at.UnknownError)
     assert "enter it (async with at.MontyRuntime() as runtime:)" in str(result.error)
-
-
-def test_entering_monty_on_trio_names_the_fix() -> None:
-    import trio
-
-    async def enter() -> None:
-        async with at.MontyRuntime():
-            pass  # pragma: no cover
-
-    with pytest.raises(RuntimeError, match=r"runs on asyncio only .*anyio.run\(main, backend="):
-        trio.run(enter)

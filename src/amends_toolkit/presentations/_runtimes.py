@@ -14,10 +14,13 @@ printed is a log), and gives back what the code returned and its logs. Two are h
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import io
 import json
 import math
 import re
+import threading
 import tokenize
 import traceback
 from typing import TYPE_CHECKING, Any, Protocol
@@ -36,6 +39,7 @@ if TYPE_CHECKING:
     from typing import Self
 
     Call = Callable[[str, JsonObject], Awaitable[JsonValue]]
+    Monty = Callable[..., Awaitable[Any]]
 
 __all__ = (
     "MAX_CALLS",
@@ -463,10 +467,10 @@ _DIAGNOSTIC = re.compile(r"^[^:\n]+:(\d+):\d+: (?:error|warning)\[([\w-]+)\] (.*
 class MontyRuntime:
     """Runs the code in Monty, a sandboxed Python interpreter in a pool of subprocesses.
 
-    Needs the ``monty`` extra (``pip install 'amends-toolkit[monty]'``) and an asyncio event
-    loop (Monty's async client runs on asyncio only: on trio, entering it raises
-    ``RuntimeError``). Use it as an async context manager, which starts the pool of workers and
-    stops it::
+    Needs the ``monty`` extra (``pip install 'amends-toolkit[monty]'``). Monty's async client
+    runs on asyncio only: under a host on trio, it runs on an asyncio loop of its own in a thread
+    that the runtime starts and stops. Use it as an async context manager, which starts the pool
+    of workers and stops it::
 
         async with at.MontyRuntime() as runtime:
             presented = at.code_mode(toolkit, runtime)
@@ -503,13 +507,19 @@ class MontyRuntime:
         self._max_processes = max_processes
         self.max_calls = max_calls
         self._pool: Any = None
+        self._apart: _AsyncioThread | None = None
 
     async def __aenter__(self) -> Self:
-        _on_asyncio()
         import pydantic_monty
 
+        if not _on_asyncio():
+            self._apart = _AsyncioThread()
         pool = pydantic_monty.AsyncMonty(max_processes=self._max_processes)
-        await pool.__aenter__()
+        try:
+            await self._monty(pool.__aenter__)
+        except BaseException:
+            self._close_apart()
+            raise
         self._pool = pool
         return self
 
@@ -520,8 +530,22 @@ class MontyRuntime:
         traceback: TracebackType | None,
     ) -> None:
         pool, self._pool = self._pool, None
-        if pool is not None:
-            await pool.__aexit__(exc_type, exc, traceback)
+        try:
+            if pool is not None:
+                await self._monty(pool.__aexit__, exc_type, exc, traceback)
+        finally:
+            self._close_apart()
+
+    async def _monty(self, step: Callable[..., Awaitable[Any]], *args: Any, **kwargs: Any) -> Any:
+        """Take a step of Monty's asyncio client where it runs: here, or on its own loop."""
+        if self._apart is None:
+            return await step(*args, **kwargs)
+        return await self._apart.run(step, *args, **kwargs)
+
+    def _close_apart(self) -> None:
+        apart, self._apart = self._apart, None
+        if apart is not None:
+            apart.close()
 
     @property
     def entered(self) -> bool:
@@ -592,9 +616,9 @@ class MontyRuntime:
             if stubs is None:  # one feed: the code first, so that its line numbers hold
                 source = _MAIN.format(body=body, prelude=prelude)
             else:  # the prelude apart: the checker reads the code against the stubs only
-                await session.feed_run(prelude, skip_type_check=True)
+                await self._monty(session.feed_run, prelude, skip_type_check=True)
                 source = _MAIN.format(body=body, prelude="")
-            snapshot = await session.feed_start(source, print_callback=logs.print)
+            snapshot = await self._monty(session.feed_start, source, print_callback=logs.print)
             return await self._drive(snapshot, call, approval, logs, made=0, lines=lines)
 
     async def resume(
@@ -625,12 +649,15 @@ class MontyRuntime:
         pool = self._entered()
         logs = Logs(paused.max_log_length, kept=paused.logs, dropped=paused.dropped)
         async with self._checkout(pool, logs, None, paused.lines) as session:
-            snapshot = await session.load_snapshot(paused.snapshot, print_callback=logs.print)
-            snapshot = await snapshot.resume(
+            snapshot = await self._monty(
+                session.load_snapshot, paused.snapshot, print_callback=logs.print
+            )
+            snapshot = await self._monty(
+                snapshot.resume,
                 {
                     pending.id: {"return_value": _answer(answer)}
                     for pending, answer in zip(paused.calls, answers, strict=True)
-                }
+                },
             )
             return await self._drive(
                 snapshot, call, approval, logs, made=paused.made, lines=paused.lines
@@ -658,7 +685,7 @@ class MontyRuntime:
             type_check_stubs=stubs,
             type_check_format="concise",
         )
-        return _Checkout(session, logs, self.max_calls, lines)
+        return _Checkout(session, self._monty, logs, self.max_calls, lines)
 
     async def _drive(
         self,
@@ -670,7 +697,15 @@ class MontyRuntime:
         made: int,
         lines: int,
     ) -> Finished | Paused:
-        drive = _Drive(call, approval, logs, made=made, max_calls=self.max_calls, lines=lines)
+        drive = _Drive(
+            call,
+            approval,
+            logs,
+            monty=self._monty,
+            made=made,
+            max_calls=self.max_calls,
+            lines=lines,
+        )
         return await drive.run(snapshot)
 
 
@@ -689,10 +724,12 @@ class _Drive:
         approval: Approval | None,
         logs: Logs,
         *,
+        monty: Monty,
         made: int,
         max_calls: int,
         lines: int,
     ) -> None:
+        self._monty = monty
         self._lines = lines
         self._call = call
         self._approval = approval
@@ -740,7 +777,7 @@ class _Drive:
                     if call_id in self._ready
                 }
                 if settled:
-                    snapshot = await snapshot.resume(settled)  # type: ignore[arg-type]
+                    snapshot = await self._monty(snapshot.resume, settled)
                 elif self._running:
                     self._take(await self._receive.receive())
                 else:
@@ -756,20 +793,21 @@ class _Drive:
                         lines=self._lines,
                     )
             else:  # a name nobody defined: resumed unbound, the code reads NameError
-                snapshot = await snapshot.resume()
+                snapshot = await self._monty(snapshot.resume)
 
     async def _called(self, snapshot: Any, group: anyio.abc.TaskGroup) -> Any:
         """The sandbox called a function: answer it, or start what will."""
         name = snapshot.function_name
         if name == "system.sleep":  # a blocking sleep: the whole sandbox waits
-            return await snapshot.resume(await _slept(snapshot.args))
+            return await self._monty(snapshot.resume, await _slept(snapshot.args))
         if name == "system.async_sleep":
             answer = _slept(snapshot.args)
         elif snapshot.is_os_function:
-            return await snapshot.resume_not_handled()
+            return await self._monty(snapshot.resume_not_handled)
         elif name != "__call_tool__":
-            return await snapshot.resume(
-                {"exc_type": "NameError", "message": f"name {name!r} is not defined"}
+            return await self._monty(
+                snapshot.resume,
+                {"exc_type": "NameError", "message": f"name {name!r} is not defined"},
             )
         else:
             self._made += 1
@@ -783,11 +821,11 @@ class _Drive:
                 and self._approval.needed(tool, input)
             ):
                 self._waiting.append(PendingCall(id=snapshot.call_id, name=tool, input=input))
-                return await snapshot.resume({"future": ...})
+                return await self._monty(snapshot.resume, {"future": ...})
             answer = _tool_answer(self._call, tool, input)
         self._running += 1
         group.start_soon(self._settle, snapshot.call_id, answer)
-        return await snapshot.resume({"future": ...})
+        return await self._monty(snapshot.resume, {"future": ...})
 
     async def _settle(self, call_id: int, answer: Awaitable[object]) -> None:
         self._send.send_nowait((call_id, await answer))
@@ -798,17 +836,52 @@ class _Drive:
         self._running -= 1
 
 
-def _on_asyncio() -> None:
-    import asyncio
-
+def _on_asyncio() -> bool:
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        raise RuntimeError(
-            "MontyRuntime runs on asyncio only (Monty's async client does), and this is not an"
-            " asyncio event loop: run the host on asyncio (anyio.run(main, backend='asyncio')),"
-            " or give code_mode another CodeRuntime"
-        ) from None
+        return False
+    return True
+
+
+class _AsyncioThread:
+    """An asyncio loop in a thread of its own, for Monty's client when the host runs on trio.
+
+    Monty's async client runs on asyncio only; every step of it (entering the pool, a feed, a
+    resume) runs on this loop, and the host's task waits for it in a worker thread. Cancelling
+    the host's wait cancels the step there and waits (bounded) until it has stopped, so that the
+    next step (leaving the worker) runs after it.
+    """
+
+    _STOP_GRACE = 10.0
+
+    def __init__(self) -> None:
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(
+            target=self._loop.run_forever, name="amends-toolkit-monty", daemon=True
+        )
+        self._thread.start()
+
+    async def run(self, step: Callable[..., Awaitable[Any]], *args: Any, **kwargs: Any) -> Any:
+        async def there() -> Any:  # Monty's coroutines are made on the loop that runs them
+            return await step(*args, **kwargs)
+
+        future = asyncio.run_coroutine_threadsafe(there(), self._loop)
+        try:
+            return await anyio.to_thread.run_sync(future.result, abandon_on_cancel=True)
+        except BaseException:
+            future.cancel()
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(
+                    concurrent.futures.wait, [future], self._STOP_GRACE, abandon_on_cancel=True
+                )
+            raise
+
+    def close(self) -> None:
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(self._STOP_GRACE)
+        if not self._thread.is_alive():
+            self._loop.close()
 
 
 def _answer(answer: JsonValue | ToolError) -> dict[str, JsonValue]:
@@ -848,14 +921,15 @@ def _too_many_calls(limit: int, logs: Logs) -> CodeError:
 class _Checkout:
     """A worker of the pool for one stretch of a run, with Monty's errors read as CodeError."""
 
-    def __init__(self, session: Any, logs: Logs, max_calls: int, lines: int) -> None:
+    def __init__(self, session: Any, monty: Monty, logs: Logs, max_calls: int, lines: int) -> None:
         self._session = session
+        self._monty = monty
         self._logs = logs
         self._max_calls = max_calls
         self._lines = lines
 
     async def __aenter__(self) -> Any:
-        return await self._session.__aenter__()
+        return await self._monty(self._session.__aenter__)
 
     async def __aexit__(
         self,
@@ -865,7 +939,7 @@ class _Checkout:
     ) -> None:
         import pydantic_monty as monty
 
-        await self._session.__aexit__(exc_type, exc, traceback)
+        await self._monty(self._session.__aexit__, exc_type, exc, traceback)
         if isinstance(exc, monty.MontyError):
             raise self._code_error(exc) from None
 
