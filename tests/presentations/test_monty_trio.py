@@ -56,7 +56,8 @@ def test_code_mode_runs_in_monty_under_trio_and_asks_a_person_in_the_run() -> No
                 return input.get("ok") is True
 
             async with at.Session(presented, approve=approve) as session:
-                return await session.call("execute", {"code": CODE})
+                answer = await session.call("execute", {"code": CODE})
+        return answer
 
     assert trio.run(main) == {
         "result": [[{"n": 1}, {"n": 2}], {"path": "a", "ok": True}, "ApprovalDenied"],
