@@ -210,7 +210,7 @@ return gone
 
 # Another process, with the same tools, resumes the paused run from its bytes on stdin.
 RESUME_ELSEWHERE = """
-import json, sys
+import json, os, sys
 import anyio
 import amends_toolkit as at
 from amends_toolkit.presentations import CodeTools, Paused
@@ -238,9 +238,12 @@ async def main():
                 for call in step.calls
             ]
             step = await runtime.resume(step, answers, tools.call, approval=tools)
-    print(json.dumps({"value": step.value, "logs": step.logs}))
+    print(json.dumps({"value": step.value, "logs": step.logs}), flush=True)
 
 anyio.run(main)
+# pydantic-monty 1.4.0 at times aborts the interpreter as it exits (after the pool has closed,
+# in any program, main's too): this process has answered, and leaves without finalizing
+os._exit(0)
 """
 
 
