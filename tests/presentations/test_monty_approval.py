@@ -133,13 +133,13 @@ async def test_the_worker_is_free_while_a_person_thinks(monty: at.MontyRuntime) 
 
 async def test_a_person_waited_for_counts_in_no_timeout(monty: at.MontyRuntime) -> None:
     files = Files()
-    presented = at.code_mode(files.toolkit(), monty, approval="ask", timeout=0.5)
+    presented = at.code_mode(files.toolkit(), monty, approval="ask", timeout=1.0)
 
     async def approve(name: str, input: JsonObject) -> bool:
-        await anyio.sleep(1.5)  # a person, slower than the run and the session may take
+        await anyio.sleep(2.0)  # a person, slower than the run and the session may take
         return True
 
-    async with at.Session(presented, approve=approve, timeout=0.5) as session:
+    async with at.Session(presented, approve=approve, timeout=1.0) as session:
         answer = await session.call(
             "execute", {"code": 'return await tools.delete({"path": "a.txt"})'}
         )
