@@ -212,12 +212,15 @@ async def test_a_tool_that_needs_approval_stands_beside_execute_and_is_not_in_th
     assert presented.tools["shout"].needs_approval is ask_if_loud
     description = presented.tools["execute"].description
     assert "async def echo(" in description
-    assert "delete" not in description
-    assert "shout" not in description
+    assert "def delete" not in description
+    assert "def shout" not in description
+    assert "beside `execute`, to call directly: delete, shout." in description
     for code in ['await tools.delete({"text": "x"})', 'await tools["shout"]({"text": "x"})']:
         failure = at.Failure.from_json(await presented.call("execute", {"code": code}))
         assert failure is not None
         assert failure.code == "CodeError"
+        assert "needs a person's approval, so code cannot call it" in failure.message
+        assert "it is a tool of its own beside `execute`" in failure.message
 
     asked: list[str] = []
 
@@ -333,3 +336,141 @@ async def test_code_runs_an_mcp_servers_tools_through_the_runtime_and_a_session(
             }
             deleted = await session.call("pets__delete_pet", {"name": "rex"})
             assert "deleted rex" in str(deleted)
+
+
+def asks_to_delete() -> Toolkit:
+    return kit(entry("echo"), entry("delete", approval=True), entry("sleepy", sleepy))
+
+
+@pytest.mark.virtual_clock
+async def test_the_time_a_person_takes_counts_in_neither_the_runs_nor_the_sessions_timeout() -> (
+    None
+):
+    presented = at.code_mode(asks_to_delete(), at.InProcessRuntime(), approval="ask", timeout=60)
+
+    async def approve(name: str, input: JsonObject) -> bool:
+        await anyio.sleep(3600)  # an hour: the person was at lunch
+        return True
+
+    code = 'return await tools.delete({"text": "x"})'
+    async with at.Session(presented, approve=approve, timeout=100) as session:
+        started = anyio.current_time()
+        assert await session.call("execute", {"code": code}) == {
+            "result": {"said": "x"},
+            "logs": [],
+        }
+        assert anyio.current_time() - started == pytest.approx(3600)
+        # the run's own time still counts, before and after the person's
+        code = (
+            'await tools.sleepy({"text": "x"})\n'
+            'await tools.delete({"text": "x"})\n'
+            'await tools.sleepy({"text": "x"})\n'
+            'await tools.sleepy({"text": "x"})'
+        )
+        started = anyio.current_time()
+        failure = at.Failure.from_json(await session.call("execute", {"code": code}))
+        assert failure is not None
+        assert failure.code == "Timeout"
+        assert anyio.current_time() - started == pytest.approx(3660)
+
+
+async def test_in_ask_mode_the_approval_tools_are_declared_and_asked_about_one_by_one() -> None:
+    def shout_needs(input: JsonObject) -> bool:
+        return input.get("text") == "LOUD"
+
+    toolkit = kit(
+        entry("echo"), entry("delete", approval=True), entry("shout", approval=shout_needs)
+    )
+    presented = at.code_mode(toolkit, at.InProcessRuntime(), approval="ask")
+    assert list(presented.tools) == ["execute"]
+    description = presented.tools["execute"].description
+    assert "async def delete(" in description
+    assert "async def shout(" in description
+    asked: list[tuple[str, JsonObject]] = []
+
+    def approve(name: str, input: JsonObject) -> bool:
+        asked.append((name, input))
+        return name == "delete"
+
+    code = (
+        "said = []\n"
+        'said.append(await tools.shout({"text": "quiet"}))\n'
+        'said.append(await tools.delete({"text": "gone"}))\n'
+        "try:\n"
+        '    await tools.shout({"text": "LOUD"})\n'
+        "except ToolError as error:\n"
+        "    said.append(error.code)\n"
+        "try:\n"
+        '    await tools.delete({"txt": "no"})\n'
+        "except ToolError as error:\n"
+        "    said.append(error.code)\n"
+        "return said"
+    )
+    async with at.Session(presented, approve=approve) as session:
+        assert await session.call("execute", {"code": code}) == {
+            "result": [{"said": "quiet"}, {"said": "gone"}, "ApprovalDenied", "InvalidInputError"],
+            "logs": [],
+        }
+    # no one is asked about a call that needs no approval, nor one whose input is refused
+    assert asked == [("delete", {"text": "gone"}), ("shout", {"text": "LOUD"})]
+
+
+async def test_outside_a_session_an_approval_call_from_code_does_not_run() -> None:
+    ran: list[JsonObject] = []
+
+    async def delete(input: JsonObject) -> JsonValue:
+        ran.append(input)
+        return None
+
+    toolkit = kit(entry("delete", delete, approval=True))
+    code = 'try:\n    await tools.delete({"text": "x"})\nexcept ToolError as error:\n    return error.code'
+    assert await execute(toolkit, code, approval="ask") == {  # type: ignore[arg-type]
+        "result": "ApprovalRequired",
+        "logs": [],
+    }
+    assert ran == []
+
+
+async def test_a_multi_line_string_in_the_code_keeps_its_text() -> None:
+    code = (
+        'text = """first\n  second\nthird"""\n'
+        'other = f"""a\n{1 + 1}\nb"""\n'
+        'odd = "one\u2028two"  # a line separator Python reads inside a string\n'
+        "return [text, other, odd]"
+    )
+    assert await execute(kit(entry("echo")), code) == {
+        "result": ["first\n  second\nthird", "a\n2\nb", "one\u2028two"],
+        "logs": [],
+    }
+
+
+async def test_an_integer_too_long_for_json_is_a_code_error() -> None:
+    failure = at.Failure.from_json(await execute(kit(entry("echo")), "return 10**100000"))
+    assert failure is not None
+    assert failure.code == "CodeError"
+    assert "too long to write as JSON" in failure.message
+
+
+async def test_a_value_nested_too_deep_is_a_code_error() -> None:
+    code = "x = []\nfor _ in range(100_000):\n    x = [x]\nreturn x"
+    failure = at.Failure.from_json(await execute(kit(entry("echo")), code))
+    assert failure is not None
+    assert failure.code == "CodeError"
+    assert "nested more than 100 levels" in failure.message
+
+
+async def test_output_past_the_limit_is_dropped_and_counted() -> None:
+    code = "for n in range(1000):\n    print('x' * 99)\nreturn 1"
+    answer = await execute(kit(entry("echo")), code, max_log_length=1000)
+    assert answer == {
+        "result": 1,
+        "logs": ["x" * 99] * 10
+        + ["[99000 more characters of output were dropped: a run keeps 1000; print less]"],
+    }
+
+
+def test_type_check_and_unknown_modes_are_refused_when_presenting() -> None:
+    with pytest.raises(ValueError, match="type_check needs a MontyRuntime"):
+        at.code_mode(kit(entry("echo")), at.InProcessRuntime(), type_check=True)
+    with pytest.raises(ValueError, match='approval must be "split" or "ask"'):
+        at.code_mode(kit(entry("echo")), at.InProcessRuntime(), approval="later")  # type: ignore[arg-type]

@@ -186,3 +186,24 @@ def test_type_names_stay_unique_across_tools() -> None:
     assert "class ABInput(TypedDict):" in text
     assert "class ABInput2(TypedDict):" in text
     ast.parse(text)
+
+
+def test_a_shape_two_tools_share_is_written_once() -> None:
+    address = props(["city"], city={"type": "string"}, zip={"type": "string"})
+    notes: list[tuple[str, JsonObject]] = [
+        ("ship", {"type": "string"}),
+        ("bill", {"type": "integer"}),
+    ]
+    tools = [
+        Tool(name=name, description=name, input_schema=props(["to"], to=address, note=note))
+        for name, note in notes
+    ]
+    text = declare([(tool.name, tool) for tool in tools])
+    ast.parse(text)
+    assert text.count("city: str") == 1
+    assert "class ShipInput(TypedDict):\n    to: ShipInputTo\n    note: NotRequired[str]" in text
+    assert "class BillInput(TypedDict):\n    to: ShipInputTo\n    note: NotRequired[int]" in text
+
+
+def test_tools_are_also_declared_by_their_exact_names() -> None:
+    assert "    def __getitem__(self, name: str, /) -> Any: ..." in declared(props())

@@ -2,22 +2,32 @@
 
 from __future__ import annotations
 
-from amends_toolkit.presentations._code import code_mode
+from amends_toolkit.presentations._code import ApprovalMode, CodeTools, code_mode
 from amends_toolkit.presentations._presentation import call, merge, restrict
 from amends_toolkit.presentations._runtimes import (
+    Approval,
     CodeError,
     CodeRuntime,
+    Finished,
     InProcessRuntime,
     MontyRuntime,
+    Paused,
+    PendingCall,
     ToolError,
 )
 from amends_toolkit.presentations._search import tool_search
 
 __all__ = (
+    "Approval",
+    "ApprovalMode",
     "CodeError",
     "CodeRuntime",
+    "CodeTools",
+    "Finished",
     "InProcessRuntime",
     "MontyRuntime",
+    "Paused",
+    "PendingCall",
     "ToolError",
     "call",
     "code_mode",

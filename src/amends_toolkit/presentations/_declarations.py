@@ -55,7 +55,8 @@ def declare(tools: Sequence[tuple[str, Tool]]) -> str:
         methods.append(
             f"    async def {attribute}(self, input: {input_type}, /) -> Any:\n{_docstring(doc, 8)}"
         )
-    body = "\n\n".join(methods) if methods else "    pass"
+    methods.append("    def __getitem__(self, name: str, /) -> Any: ...")
+    body = "\n\n".join(methods)
     parts = [
         "from typing import Any, Literal, NotRequired, TypedDict",
         *writer.classes,
@@ -71,10 +72,11 @@ def declare(tools: Sequence[tuple[str, Tool]]) -> str:
 
 
 class _Writer:
-    """Writes TypedDicts once each, under names unique within one declaration."""
+    """Writes each shape of TypedDict once, under a name unique within one declaration."""
 
     def __init__(self) -> None:
         self.classes: list[str] = []
+        self.shapes: dict[tuple[str, tuple[tuple[str, str, str], ...]], str] = {}
         self._names: set[str] = set()
 
     def object_type(self, name: str, schema: JsonObject) -> str:
@@ -164,9 +166,15 @@ class _Schema:
                 fields.append((key, kind, _describe(value)))
         if not fields:
             return "dict[str, Any]"
-        class_name = self._writer.unique(name)
         description = schema.get("description")
         doc = description.strip() if isinstance(description, str) else ""
+        # a shape written once serves every tool that has it (a $ref shared in a document)
+        shape = (doc, tuple(fields))
+        written = self._writer.shapes.get(shape)
+        if written is not None:
+            return written
+        class_name = self._writer.unique(name)
+        self._writer.shapes[shape] = class_name
         if all(key.isidentifier() and not keyword.iskeyword(key) for key, _, _ in fields):
             lines = [f"class {class_name}(TypedDict):"]
             if doc:

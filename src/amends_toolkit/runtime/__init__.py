@@ -5,7 +5,7 @@ from __future__ import annotations
 from amends_toolkit.runtime._actor import ActorRef, ActorStatistics, Restart
 from amends_toolkit.runtime._assembly import Member, assemble
 from amends_toolkit.runtime._runtime import Runtime
-from amends_toolkit.runtime._session import Session
+from amends_toolkit.runtime._session import DENIED, Session, asking, untimed
 from amends_toolkit.runtime._source import Lifespan, ToolSource
 from amends_toolkit.runtime._toolkit import (
     Tool,
@@ -18,6 +18,7 @@ from amends_toolkit.runtime._toolkit import (
 from amends_toolkit.runtime._validation import InputValidator, validator_for
 
 __all__ = (
+    "DENIED",
     "ActorRef",
     "ActorStatistics",
     "InputValidator",
@@ -32,7 +33,9 @@ __all__ = (
     "ToolResult",
     "ToolSource",
     "Toolkit",
+    "asking",
     "assemble",
     "source_toolkit",
+    "untimed",
     "validator_for",
 )

@@ -7,9 +7,12 @@ result the model reads, and the host sees the error behind one through ``on_erro
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import inspect
 import math
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, TypeAlias
 
 import anyio
@@ -26,7 +29,7 @@ if TYPE_CHECKING:
     from amends_toolkit._json import JsonInput, JsonValue
     from amends_toolkit.runtime._toolkit import Toolkit
 
-__all__ = ("Approve", "OnError", "OnProgress", "Session")
+__all__ = ("DENIED", "Approve", "Ask", "OnError", "OnProgress", "Session", "asking", "untimed")
 
 _log = get_logger(__name__)
 
@@ -38,6 +41,33 @@ OnError: TypeAlias = Callable[[str, ToolSourceError], Awaitable[None] | None]
 
 OnProgress: TypeAlias = Callable[[str, Progress], Awaitable[None] | None]
 """The host's view of a running call's progress, with the model-facing name of the tool."""
+
+Ask: TypeAlias = Callable[[str, JsonObject], Awaitable[bool]]
+"""How a running call asks a person about another call it makes: ``True`` when approved."""
+
+_ASKING: ContextVar[Ask | None] = ContextVar("amends_toolkit.asking", default=None)
+
+
+def asking() -> Ask | None:
+    """How the Session running the current call asks a person, or ``None`` outside a Session.
+
+    For a presentation's tool that makes calls of its own in the middle of its call (code mode
+    with ``approval="ask"``): it asks through the same ``approve`` the Session was given, and the
+    time the person takes does not count in the Session's ``timeout``.
+    """
+    return _ASKING.get()
+
+
+@contextlib.contextmanager
+def untimed(scope: anyio.CancelScope) -> Iterator[None]:
+    """Stop ``scope``'s clock inside the block: waiting for a person is no call's time."""
+    remaining = scope.deadline - anyio.current_time()
+    scope.deadline = math.inf
+    try:
+        yield
+    finally:
+        scope.deadline = anyio.current_time() + remaining
+
 
 DENIED = Failure(
     code="ApprovalDenied",
@@ -182,25 +212,22 @@ class Session:
         if problem is not None:
             return refused(problem)
         assert isinstance(input, dict)  # check() refuses anything but an object
-        if entry.tool.requires_approval(input):
-            approved = self._approve(name, input)
-            if inspect.isawaitable(approved):
-                approved = await approved
-            if approved is not True:
-                _log.info("call.denied", tool=name)
-                return ToolResult.failed(DENIED)
-        if self._timeout is None:
-            result = await run_entry(entry, input)
-        else:
-            with anyio.move_on_after(self._timeout) as deadline:
+        if entry.tool.requires_approval(input) and not await self._asks(name, input):
+            _log.info("call.denied", tool=name)
+            return ToolResult.failed(DENIED)
+        with anyio.move_on_after(self._timeout) as deadline:
+            token = _ASKING.set(functools.partial(self._asks_untimed, deadline))
+            try:
                 result = await run_entry(entry, input)
-            if deadline.cancelled_caught:
-                source = entry.route[0] if entry.route is not None else name
-                _log.info("call.timed_out", tool=name, source=source, timeout=self._timeout)
-                error = UnavailableError(
-                    source=source, message=f"the call took longer than {self._timeout} seconds"
-                )
-                result = ToolResult.failed(error.to_failure(), error)
+            finally:
+                _ASKING.reset(token)
+        if deadline.cancelled_caught:
+            source = entry.route[0] if entry.route is not None else name
+            _log.info("call.timed_out", tool=name, source=source, timeout=self._timeout)
+            error = UnavailableError(
+                source=source, message=f"the call took longer than {self._timeout} seconds"
+            )
+            result = ToolResult.failed(error.to_failure(), error)
         if result.error is not None and self._on_error is not None:
             seen = self._on_error(name, result.error)
             if inspect.isawaitable(seen):
@@ -212,3 +239,13 @@ class Session:
         if on_progress is None:
             return None
         return lambda progress: on_progress(name, progress)
+
+    async def _asks(self, name: str, input: JsonObject) -> bool:
+        approved = self._approve(name, input)
+        if inspect.isawaitable(approved):
+            approved = await approved
+        return approved is True
+
+    async def _asks_untimed(self, scope: anyio.CancelScope, name: str, input: JsonObject) -> bool:
+        with untimed(scope):
+            return await self._asks(name, input)
