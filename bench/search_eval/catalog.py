@@ -11,7 +11,12 @@ import json
 import re
 from pathlib import Path
 
+import attrs
 import yaml
+
+import amends_toolkit as at
+from amends_toolkit.protocols.openapi._reader import _tool_name
+from amends_toolkit.runtime import Tool
 
 _HERE = Path(__file__).resolve().parent
 _CORPUS = _HERE.parent.parent / "tests" / "data" / "openapi-corpus"
@@ -87,3 +92,37 @@ def build() -> list[tuple[str, str]]:
                 description = "\n\n".join(part for part in parts if part)
                 tools.append((name, description))
     return tools
+
+
+@attrs.frozen(kw_only=True)
+class Catalog:
+    """The tools the library's OpenAPI reader gives for the documents, and the operations it
+    skips, named as the reader would name them, so that a query may ask for one (it is then
+    counted over all queries, and left out of the figures over the kept ones)."""
+
+    tools: list[Tool]
+    skipped: dict[str, str]  # tool name -> the reader's reason
+
+
+def read() -> Catalog:
+    """The catalog through ``at.openapi.read_operations``: each tool named
+    ``<doc>__<reader's name>`` as an assembly would prefix it, with its input schema."""
+    folder = corpus_dir()
+    tools: list[Tool] = []
+    skipped: dict[str, str] = {}
+    for file, short in DOCUMENTS.items():
+        result = at.openapi.read_operations(_load(folder / file))
+        for operation in result.operations:
+            definition = operation.definition
+            tools.append(
+                Tool(
+                    name=f"{short}__{definition.name}",
+                    description=definition.description,
+                    input_schema=definition.input_schema,
+                )
+            )
+        for skip in result.skipped:
+            if skip.method is not None and skip.reason != "duplicate_name":
+                name = _tool_name(skip.operation_id, skip.method, skip.path)
+                skipped.setdefault(f"{short}__{name}", skip.reason)
+    return Catalog(tools=tools, skipped=skipped)
