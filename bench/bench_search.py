@@ -91,9 +91,9 @@ def plain_index(index: SearchIndex, query: str, limit: int) -> tuple[list[int], 
     C-level passes), then the best ``limit``. What ``index.rank`` must equal, without its trick."""
     scores: dict[int, float] = {}
     for row in index.terms(query):
-        scores.update(
-            zip(row.docs, map(add, map(scores.get, row.docs, repeat(0.0)), row.values), strict=True)
-        )
+        docs = list(row.scores)
+        totals = map(add, map(scores.get, docs, repeat(0.0)), row.scores.values())
+        scores.update(zip(docs, totals, strict=True))
     best = heapq.nsmallest(limit, zip(map(neg, scores.values()), scores, strict=True))
     return [doc for _, doc in best], len(scores)
 

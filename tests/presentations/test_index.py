@@ -8,6 +8,11 @@ from amends_toolkit import JsonObject
 from amends_toolkit.presentations._index import (
     MAX_PARAMETER_WORDS,
     SearchIndex,
+    _add,
+    _at_least,
+    _mask,
+    _nth_largest,
+    _positions,
     parameter_text,
     query_terms,
     stem,
@@ -273,3 +278,58 @@ def test_a_query_word_scores_for_a_word_of_the_catalog_it_begins() -> None:
     pairs = [("health_check", "Checks the service."), ("list_items", "Lists items.")]
     assert names(pairs, "healthy") == ["health_check"]
     assert names(pairs, "musical") == []
+
+
+def _planes(values: list[int]) -> list[int]:
+    return [
+        _mask([doc for doc, value in enumerate(values) if value >> bit & 1], len(values))
+        for bit in range(max(values).bit_length())
+    ]
+
+
+def _value(planes: list[int], doc: int) -> int:
+    return sum(1 << bit for bit, plane in enumerate(planes) if plane >> doc & 1)
+
+
+def test_bit_planes_add_rank_and_compare_every_tool_at_once() -> None:
+    rng = random.Random(99)
+    for _ in range(200):
+        size = rng.randint(1, 300)
+        left = [rng.randrange(4096) for _ in range(size)]
+        right = [rng.randrange(rng.choice((2, 50, 4096))) for _ in range(size)]
+        total = _add(_planes(left), _planes(right))
+        assert [_value(total, doc) for doc in range(size)] == list(
+            map(sum, zip(left, right, strict=True))
+        )
+        among = _mask([doc for doc in range(size) if rng.random() < 0.7], size)
+        kept = [left[doc] for doc in _positions(among)]
+        if not kept:
+            continue
+        n = rng.randint(1, len(kept))
+        nth = sorted(kept, reverse=True)[n - 1]
+        assert _nth_largest(_planes(left), n, among) == nth
+        least = rng.randrange(4097)
+        expected = [doc for doc in _positions(among) if left[doc] >= least]
+        assert _positions(_at_least(_planes(left), least, among)) == expected
+
+
+def test_the_tools_scored_exactly_hold_every_tool_that_can_be_among_the_best() -> None:
+    rng = random.Random(4321)
+    pairs = [
+        (
+            "_".join(rng.choices(_VOCABULARY, k=rng.randint(1, 4))),
+            " ".join(rng.choices(_VOCABULARY, k=rng.randint(0, 40))),
+        )
+        for _ in range(1500)
+    ]
+    built = index(pairs)
+    for _ in range(300):
+        rows = built.terms(" ".join(rng.choices(_VOCABULARY, k=rng.randint(1, 4))))
+        limit = rng.choice((1, 5))
+        matching = 0
+        for row in rows:
+            matching |= row.mask
+        scores = [sum(row.scores.get(doc, 0.0) for row in rows) for doc in range(len(pairs))]
+        nth = sorted(scores, reverse=True)[limit - 1]
+        best = {doc for doc, score in enumerate(scores) if score >= nth}
+        assert best <= set(_positions(built._candidates(rows, limit, matching)))

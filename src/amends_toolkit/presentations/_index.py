@@ -34,14 +34,15 @@ How a query is read:
 - A tool that scores nothing does not match. Ties keep catalog order. A query with no words
   lists the tools in catalog order, all of them matching.
 
-How a search stays fast however common its words (the one trick, the threshold algorithm of
-Fagin, Lotem and Naor): each query word's tools are kept best first, and a search scores, by
-every word, only the tools at the head of some word's list (64 at first). A tool outside every
-head scores at most the sum of the scores where the heads end; when the ``limit``-th best tool
-scored beats that sum, no other tool can make the cut, and the answer is the one scoring every
-tool would give. Else the heads grow fourfold and the search runs again, at worst over every
-tool. A word in thousands of tools so costs a few hundred lookups when the best tools stand out
-of the rest, and no more than a plain index's sum when they do not.
+How a search stays fast however common its words (the one trick, a bit-sliced index): a word's
+scores are also kept in whole units (1/4095 of the best score of the index) as bit planes, big
+integers of one bit per tool, plane ``j`` holding bit ``j`` of every tool's score. Adding two
+words' scores for every tool at once is then a ripple-carry adder over the planes, a few dozen
+operations on big integers, which Python runs in C; reading the sum's planes from the highest
+bit down finds the ``limit``-th best sum, and the tools near it, the same way. Rounding costs
+less than a unit per word, so only the tools within that of the ``limit``-th best are scored
+again, exactly: a handful. The answer is the one scoring every tool would give, at a cost that
+hardly grows with how many tools a word has.
 """
 
 from __future__ import annotations
@@ -51,12 +52,12 @@ import math
 import re
 from bisect import bisect_right
 from collections import Counter
-from itertools import chain, repeat
+from itertools import repeat
 from operator import add, neg
 from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Mapping, Sequence
+    from collections.abc import Iterable, Iterator, Mapping, Sequence
 
     from amends_toolkit._json import JsonObject, JsonValue
     from amends_toolkit.runtime import Tool
@@ -95,10 +96,9 @@ _B_TEXT = 0.75
 _MIN_PREFIX = 3
 _MIN_STEM = 4
 _CHARACTERS_PER_WORD = 16
-_HEAD = 64
-_GROWTH = 4
-_MARGIN = 1.0 + 1e-9
-_CACHE_SIZE = 2048
+_BITS = 12
+# At most so many bytes of bit planes in the cache of query words' postings.
+_CACHE_BYTES = 16 * 2**20
 
 RELATED: tuple[frozenset[str], ...] = tuple(
     frozenset(group)
@@ -171,6 +171,7 @@ COMMON_WORDS = frozenset(
     ]
 )
 """Words left out of a query that has others: they say nothing of what a tool does."""
+_ONE = re.compile("1")
 _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+|[^\W\d_]+")
 _DOUBLE = re.compile(r"([b-df-hj-knp-rtv-y])\1$")
 
@@ -280,6 +281,10 @@ class SearchIndex:
             self._postings[term] = {
                 doc: idf * tf * (_K1 + 1) / (tf + _K1) for doc, tf in row.items()
             }
+        # The unit of the scores' bit planes: no word, nor any other form of it, scores a tool
+        # more than the best score of the index.
+        best = max((max(row.values()) for row in self._postings.values()), default=1.0)
+        self._unit = best / (2**_BITS - 1)
         self._vocabulary = sorted(self._postings)
         self._related: dict[str, set[str]] = {}
         for group in RELATED:
@@ -302,24 +307,25 @@ class SearchIndex:
         rows = self.terms(query)
         if not rows:
             return Hits(positions=tuple(range(min(limit, self._size))), matched=self._size)
-        union = 0
+        matching = 0
         for row in rows:
-            union |= row.mask
-        matched = union.bit_count()
-        if len(rows) == 1:
-            return Hits(positions=tuple(rows[0].docs[:limit]), matched=matched)
-        # The tools at the head of some word's list, each scored by every word. A tool outside
-        # every head scores at most the sum of the scores where the heads end: when the
-        # limit-th best beats that sum, no other tool can make the cut. Else the heads grow.
-        head = _HEAD
-        while True:
-            candidates = dict.fromkeys(chain.from_iterable(row.docs[:head] for row in rows))
-            best = _best(rows, candidates, limit)
-            outside = sum(row.values[head] for row in rows if len(row.docs) > head)
-            # (the margin: sums taken in another order may differ in the last bit)
-            if not outside or (len(best) == limit and -best[-1][0] > outside * _MARGIN):
-                return Hits(positions=tuple(doc for _, doc in best), matched=matched)
-            head *= _GROWTH
+            matching |= row.mask
+        matched = matching.bit_count()
+        candidates = self._candidates(rows, limit, matching) if matched > limit else matching
+        best = heapq.nsmallest(limit, _scored(rows, _positions(candidates)))
+        return Hits(positions=tuple(doc for _, doc in best), matched=matched)
+
+    @staticmethod
+    def _candidates(rows: list[_Term], limit: int, matching: int) -> int:
+        """The tools of ``matching`` that may be among the ``limit`` best, as bits: every
+        tool's score in whole units, summed over the words at once, then the tools within a
+        unit a word of the limit-th best sum (rounding down costs less than that), and one
+        unit more for the rounding of the division."""
+        total = rows[0].planes
+        for row in rows[1:]:
+            total = _add(total, row.planes)
+        least = _nth_largest(total, limit, matching) - len(rows) - 1
+        return _at_least(total, least, matching)
 
     def terms(self, query: str) -> list[_Term]:
         """The postings of each word of ``query``, with the other forms it scores for."""
@@ -354,9 +360,9 @@ class SearchIndex:
                 weighted = factor * score
                 if weighted > merged.get(doc, 0.0):
                     merged[doc] = weighted
-        if len(self._expanded) >= _CACHE_SIZE:
+        if len(self._expanded) * _BITS * (self._size // 8 + 1) >= _CACHE_BYTES:
             self._expanded.clear()
-        expanded = _Term(merged, self._size)
+        expanded = _Term(merged, self._size, self._unit)
         self._expanded[term, related] = expanded
         return expanded
 
@@ -373,35 +379,85 @@ class SearchIndex:
 
 
 class _Term:
-    """A query word's postings: by tool, and best first (ties in catalog order) with their
-    scores; and the tools as the bits of one int, so that how many tools a query matches is the
-    bit count of an OR, in C over a few hundred machine words."""
+    """A query word's postings: its score for each tool; the tools as the bits of one int; and
+    its scores in whole units as bit planes, ``planes[j]`` holding bit ``j`` of every tool's."""
 
-    __slots__ = ("docs", "mask", "scores", "values")
+    __slots__ = ("mask", "planes", "scores")
 
-    def __init__(self, scores: dict[int, float], size: int) -> None:
+    def __init__(self, scores: dict[int, float], size: int, unit: float) -> None:
         self.scores = scores
-        ranked = sorted(scores.items(), key=_best_first)
-        self.docs = [doc for doc, _ in ranked]
-        self.values = [score for _, score in ranked]
-        bits = bytearray((size + 7) // 8)
-        for doc in self.docs:
-            bits[doc >> 3] |= 1 << (doc & 7)
-        self.mask = int.from_bytes(bits, "little")
+        self.mask = _mask(scores, size)
+        units = {doc: int(score / unit) for doc, score in scores.items()}
+        self.planes = [
+            _mask([doc for doc, value in units.items() if value >> bit & 1], size)
+            for bit in range(max(units.values(), default=0).bit_length())
+        ]
 
 
-def _best_first(item: tuple[int, float]) -> tuple[float, int]:
-    return -item[1], item[0]
+def _mask(docs: Iterable[int], size: int) -> int:
+    """The tools as the bits of one int."""
+    bits = bytearray((size + 7) // 8)
+    for doc in docs:
+        bits[doc >> 3] |= 1 << (doc & 7)
+    return int.from_bytes(bits, "little")
 
 
-def _best(rows: list[_Term], candidates: Iterable[int], limit: int) -> list[tuple[float, int]]:
-    """The best ``limit`` candidates as ``(-score, position)``, each scored by every word in
-    query order (in C-level passes, the same sum as a plain index makes)."""
-    docs = list(candidates)
+def _positions(mask: int) -> list[int]:
+    """The tools whose bits ``mask`` sets, in catalog order."""
+    return [found.start() for found in _ONE.finditer(bin(mask)[:1:-1])]
+
+
+def _add(left: list[int], right: list[int]) -> list[int]:
+    """Bit planes that add up, tool by tool, those of ``left`` and ``right`` (a ripple-carry
+    adder over every tool at once)."""
+    total = []
+    carry = 0
+    for bit in range(max(len(left), len(right))):
+        one = left[bit] if bit < len(left) else 0
+        other = right[bit] if bit < len(right) else 0
+        either = one ^ other
+        total.append(either ^ carry)
+        carry = (one & other) | (carry & either)
+    return [*total, carry]
+
+
+def _nth_largest(planes: list[int], n: int, among: int) -> int:
+    """The ``n``-th largest value of the tools of ``among``, read from the highest bit down."""
+    value = 0
+    for bit in range(len(planes) - 1, -1, -1):
+        high = among & planes[bit]
+        count = high.bit_count()
+        if count >= n:
+            among = high
+            value |= 1 << bit
+        else:
+            n -= count
+            among &= ~planes[bit]
+    return value
+
+
+def _at_least(planes: list[int], least: int, among: int) -> int:
+    """The tools of ``among`` whose value is ``least`` or more, compared from the highest bit."""
+    if least <= 0:
+        return among
+    above = 0
+    equal = among
+    for bit in range(len(planes) - 1, -1, -1):
+        if least >> bit & 1:
+            equal &= planes[bit]
+        else:
+            above |= equal & planes[bit]
+            equal &= ~planes[bit]
+    return above | equal
+
+
+def _scored(rows: list[_Term], docs: list[int]) -> Iterator[tuple[float, int]]:
+    """``(-score, position)`` of each tool, scored by every word in query order (in C-level
+    passes: the same sums a plain index makes)."""
     scores = [0.0] * len(docs)
     for row in rows:
         scores = list(map(add, scores, map(row.scores.get, docs, repeat(0.0))))
-    return heapq.nsmallest(limit, zip(map(neg, scores), docs, strict=True))
+    return zip(map(neg, scores), docs, strict=True)
 
 
 class _Stems:
