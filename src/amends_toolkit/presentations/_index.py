@@ -3,7 +3,7 @@ parameters.
 
 A plain, deterministic match on words, with no model and no network. Built once per presented
 toolkit; a search reads only the postings of the query's words (an inverted index), never every
-tool.
+tool's text.
 
 How a tool is read:
 

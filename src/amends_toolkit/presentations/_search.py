@@ -1,9 +1,10 @@
 """Search: a toolkit presented to a model as two tools, ``tool_search`` and ``tool_call``.
 
 The model is shown the same two tools however many the presented toolkit has, and reads of the
-others only what it searched for. ``tool_search`` ranks with a :class:`ToolRanker`, the
-built-in :class:`SearchIndex` (built once here) unless the host brings another; ``tool_call`` runs a tool of the presented toolkit exactly as a direct call would. A
-blocked tool is not in an assembled toolkit, so it can be neither found nor called.
+others only what it searched for. ``tool_search`` ranks with a :class:`ToolRanker`: the
+built-in :class:`SearchIndex` (built once here) unless the host brings another. ``tool_call``
+runs a tool of the presented toolkit exactly as a direct call would. A blocked tool is not in
+an assembled toolkit, so it can be neither found nor called.
 """
 
 from __future__ import annotations
