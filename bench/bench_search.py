@@ -1,7 +1,7 @@
 """Tool search: how well and how fast ``at.tool_search`` ranks, against plain BM25 and a plain
 inverted index.
 
-Run: ``.venv/bin/python bench/bench_search.py`` (about a minute; not part of the tests).
+Run: ``.venv/bin/python -m bench.bench_search`` (about a minute; not part of the tests).
 
 Quality, over the catalog of ``search_eval/catalog.py`` (the tools the library's OpenAPI reader
 gives for the real documents of the corpus, all searched at once), on three query sets:
@@ -31,7 +31,6 @@ import json
 import math
 import random
 import statistics
-import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -42,9 +41,7 @@ from pathlib import Path
 from amends_toolkit.presentations._index import COMMON_WORDS, SearchIndex, query_terms, stem, words
 from amends_toolkit.protocols.openapi._reader import _fit
 from amends_toolkit.runtime import Tool
-
-sys.path.insert(0, str(Path(__file__).resolve().parent / "search_eval"))
-import catalog
+from bench.search_eval import catalog
 
 EVAL = Path(__file__).resolve().parent / "search_eval"
 _DEPTH = 20
