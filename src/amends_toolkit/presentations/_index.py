@@ -234,7 +234,7 @@ class ToolRanker(Protocol):
 class SearchIndex:
     """An inverted index over tools, in catalog order: the built-in :class:`ToolRanker`.
 
-    Build it once; :meth:`rank` is then cheap and never scans every tool. Safe to share
+    Build it once; :meth:`rank` is then cheap and never reads every tool's text. Safe to share
     between tasks and threads: its only changing state is a bounded cache of the postings of
     query words, whose worst race computes an entry twice.
     """
