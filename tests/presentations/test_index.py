@@ -4,7 +4,30 @@ import random
 
 import pytest
 
-from amends_toolkit.presentations._index import SearchIndex, query_terms, stem, words
+from amends_toolkit import JsonObject
+from amends_toolkit.presentations._index import (
+    MAX_PARAMETER_WORDS,
+    SearchIndex,
+    _add,
+    _at_least,
+    _mask,
+    _nth_largest,
+    _positions,
+    parameter_text,
+    query_terms,
+    stem,
+    words,
+)
+from amends_toolkit.runtime import Tool
+
+
+def tools(pairs: list[tuple[str, str]]) -> list[Tool]:
+    return [Tool(name=name, description=text, input_schema={}) for name, text in pairs]
+
+
+def index(pairs: list[tuple[str, str]]) -> SearchIndex:
+    return SearchIndex(tools(pairs))
+
 
 PETS = [
     ("list_pets", "List every pet in the store."),
@@ -15,9 +38,9 @@ PETS = [
 ]
 
 
-def names(index_tools: list[tuple[str, str]], query: str, limit: int = 5) -> list[str]:
-    hits = SearchIndex(index_tools).search(query, limit)
-    return [index_tools[position][0] for position in hits.positions]
+def names(pairs: list[tuple[str, str]], query: str, limit: int = 5) -> list[str]:
+    hits = index(pairs).rank(query, limit)
+    return [pairs[position][0] for position in hits.positions]
 
 
 def test_names_read_in_words_whatever_their_case_or_separator() -> None:
@@ -55,16 +78,16 @@ def test_a_rare_word_weighs_more_than_a_common_one() -> None:
 
 
 def test_a_tool_that_scores_nothing_does_not_match() -> None:
-    hits = SearchIndex(PETS).search("pet", 20)
+    hits = index(PETS).rank("pet", 20)
     assert hits.matched == 3
     assert len(hits.positions) == 3
-    assert SearchIndex(PETS).search("zebra", 5).matched == 0
-    assert SearchIndex(PETS).search("zebra", 5).positions == ()
+    assert index(PETS).rank("zebra", 5).matched == 0
+    assert index(PETS).rank("zebra", 5).positions == ()
 
 
 def test_a_query_with_no_words_lists_the_tools_in_order() -> None:
     for query in ("", "  ", "?!"):
-        hits = SearchIndex(PETS).search(query, 3)
+        hits = index(PETS).rank(query, 3)
         assert hits.positions == (0, 1, 2)
         assert hits.matched == len(PETS)
 
@@ -73,12 +96,12 @@ def test_common_words_are_left_out_of_a_query_that_has_others() -> None:
     assert query_terms("list the songs in a playlist") == ["list", "song", "playlist"]
     assert query_terms("the") == ["the"]
     # "the" is in every description here; only "phone" may match
-    assert SearchIndex(PETS).search("the phone", 5).matched == 1
+    assert index(PETS).rank("the phone", 5).matched == 1
 
 
 def test_ties_keep_catalog_order() -> None:
     tools = [(f"tool_{i}", "Does the same thing.") for i in range(8)]
-    assert SearchIndex(tools).search("same thing", 5).positions == (0, 1, 2, 3, 4)
+    assert index(tools).rank("same thing", 5).positions == (0, 1, 2, 3, 4)
 
 
 def test_a_verb_of_the_same_action_scores_less_than_the_word_itself() -> None:
@@ -89,13 +112,13 @@ def test_a_verb_of_the_same_action_scores_less_than_the_word_itself() -> None:
 
 def test_a_limit_below_one_is_refused() -> None:
     with pytest.raises(ValueError, match="at least 1"):
-        SearchIndex(PETS).search("pet", 0)
+        index(PETS).rank("pet", 0)
 
 
 def test_an_empty_catalog_finds_nothing() -> None:
-    index = SearchIndex([])
-    assert index.search("pet", 5).positions == ()
-    assert index.search("", 5).matched == 0
+    empty = SearchIndex([])
+    assert empty.rank("pet", 5).positions == ()
+    assert empty.rank("", 5).matched == 0
 
 
 _VOCABULARY = [
@@ -154,53 +177,159 @@ _VOCABULARY = [
 
 
 def _exhaustive(index: SearchIndex, query: str, limit: int) -> tuple[tuple[int, ...], int]:
-    """The same scores summed over every posting, with no pruning: what search must equal."""
-    terms = query_terms(query)
-    asked = set(terms)
+    """The same scores summed over every posting of every word: what a search must equal."""
     scores: dict[int, float] = {}
-    for term in terms:
-        row = index._expand(term, related=asked.isdisjoint(index._related.get(term, ())))
+    for row in index.terms(query):
         for doc, score in row.scores.items():
             scores[doc] = scores.get(doc, 0.0) + score
     ranked = sorted(scores.items(), key=lambda item: (-item[1], item[0]))
     return tuple(doc for doc, _ in ranked[:limit]), len(scores)
 
 
-def test_the_pruned_search_ranks_exactly_as_scoring_every_tool_would() -> None:
+def test_the_search_ranks_exactly_as_scoring_every_tool_would() -> None:
     rng = random.Random(1234)
-    # Zipf-like: a few words in most tools, many in a few, as in real catalogs
+    # Zipf-like: a few words in most tools, many in a few, as in real catalogs; and many ties
     weights = [1 / (rank + 1) for rank in range(len(_VOCABULARY))]
-    tools = []
+    pairs = []
     for i in range(2000):
         name = "_".join(rng.choices(_VOCABULARY, weights, k=rng.randint(1, 4)))
         text = " ".join(rng.choices(_VOCABULARY, weights, k=rng.randint(0, 25)))
-        tools.append((f"{name}_{i % 7}", text))
-    index = SearchIndex(tools)
+        pairs.append((f"{name}_{i % 7}", text))
+    built = index(pairs)
     for _ in range(300):
         query = " ".join(rng.choices(_VOCABULARY, k=rng.randint(1, 6)))
         limit = rng.choice((1, 5, 20))
-        hits = index.search(query, limit)
-        expected_positions, expected_matched = _exhaustive(index, query, limit)
-        assert hits.matched == expected_matched, query
-        # Sums taken in another order may differ in the last bit: compare scores, not ties.
-        if hits.positions != expected_positions:
-            got = [_score(index, query, doc) for doc in hits.positions]
-            want = [_score(index, query, doc) for doc in expected_positions]
-            assert got == pytest.approx(want, rel=1e-9), query
-
-
-def _score(index: SearchIndex, query: str, doc: int) -> float:
-    terms = query_terms(query)
-    asked = set(terms)
-    return sum(
-        index._expand(term, related=asked.isdisjoint(index._related.get(term, ()))).scores.get(
-            doc, 0.0
-        )
-        for term in terms
-    )
+        assert built.rank(query, limit) == _exhaustive(built, query, limit), query
 
 
 def test_the_same_tools_give_the_same_answer() -> None:
-    first = SearchIndex(PETS).search("add a pet to the store", 5)
-    second = SearchIndex(PETS).search("add a pet to the store", 5)
+    first = index(PETS).rank("add a pet to the store", 5)
+    second = index(PETS).rank("add a pet to the store", 5)
     assert first == second
+
+
+def tool(name: str, description: str, schema: JsonObject) -> Tool:
+    return Tool(name=name, description=description, input_schema=schema)
+
+
+def test_a_word_of_the_parameters_finds_a_tool_but_counts_less_than_the_description() -> None:
+    found = [
+        tool("send", "Sends it.", {"properties": {"recipient": {"type": "string"}}}),
+        tool("list_contacts", "Lists every recipient.", {}),
+        tool("ping", "Checks the line.", {}),
+    ]
+    hits = SearchIndex(found).rank("recipient", 5)
+    assert hits.positions == (1, 0)
+
+
+def test_a_long_schema_does_not_win_by_its_length() -> None:
+    long: JsonObject = {f"pet_field_{i}": {"description": "the pet's field"} for i in range(100)}
+    found = [
+        tool("export", "Exports everything.", {"properties": long}),
+        tool("feed", "Feeds a pet.", {}),
+    ]
+    assert SearchIndex(found).rank("pet", 5).positions == (1, 0)
+
+
+def test_the_parameters_give_names_descriptions_and_the_schema_they_refer_to() -> None:
+    schema: JsonObject = {
+        "properties": {
+            "channel_id": {"description": "The channel.", "title": "Channel ID"},
+            "body": {"$ref": "#/$defs/MessageCreateRequest"},
+            "filter": {"type": "object", "properties": {"emoji": {}}},
+        },
+        "$defs": {"MessageCreateRequest": {"properties": {"content": {}, "tts": {}}}},
+    }
+    assert parameter_text(schema).split() == [
+        "channel",
+        "id",
+        "channel",
+        "id",
+        "the",
+        "channel",
+        "body",
+        "message",
+        "create",
+        "request",
+        "content",
+        "tts",
+        "filter",
+        "emoji",
+    ]
+    assert parameter_text({}) == ""
+
+
+def test_the_parameters_give_at_most_a_bounded_number_of_words() -> None:
+    schema: JsonObject = {"properties": {f"p{i}": {"description": "a b c"} for i in range(1000)}}
+    assert len(parameter_text(schema).split()) == MAX_PARAMETER_WORDS
+    huge: JsonObject = {"properties": {"p": {"description": "word " * 100_000}}}
+    assert len(parameter_text(huge).split()) == MAX_PARAMETER_WORDS
+
+
+def test_a_query_word_begins_only_words_it_is_not_itself() -> None:
+    pairs = [("start_job", "Starts a job."), ("star_repo", "Stars a repository.")]
+    # "star" is a word of the catalog: it does not also read as "start"
+    assert names(pairs, "star") == ["star_repo"]
+    # "repo" is a word of the catalog too; "reposit" is not, and reads as "repository"
+    assert names(pairs, "reposit") == ["star_repo"]
+
+
+def test_a_query_word_scores_for_a_word_of_the_catalog_it_begins() -> None:
+    pairs = [("health_check", "Checks the service."), ("list_items", "Lists items.")]
+    assert names(pairs, "healthy") == ["health_check"]
+    assert names(pairs, "musical") == []
+
+
+def _planes(values: list[int]) -> list[int]:
+    return [
+        _mask([doc for doc, value in enumerate(values) if value >> bit & 1], len(values))
+        for bit in range(max(values).bit_length())
+    ]
+
+
+def _value(planes: list[int], doc: int) -> int:
+    return sum(1 << bit for bit, plane in enumerate(planes) if plane >> doc & 1)
+
+
+def test_bit_planes_add_rank_and_compare_every_tool_at_once() -> None:
+    rng = random.Random(99)
+    for _ in range(200):
+        size = rng.randint(1, 300)
+        left = [rng.randrange(4096) for _ in range(size)]
+        right = [rng.randrange(rng.choice((2, 50, 4096))) for _ in range(size)]
+        total = _add(_planes(left), _planes(right))
+        assert [_value(total, doc) for doc in range(size)] == list(
+            map(sum, zip(left, right, strict=True))
+        )
+        among = _mask([doc for doc in range(size) if rng.random() < 0.7], size)
+        kept = [left[doc] for doc in _positions(among)]
+        if not kept:
+            continue
+        n = rng.randint(1, len(kept))
+        nth = sorted(kept, reverse=True)[n - 1]
+        assert _nth_largest(_planes(left), n, among) == nth
+        least = rng.randrange(4097)
+        expected = [doc for doc in _positions(among) if left[doc] >= least]
+        assert _positions(_at_least(_planes(left), least, among)) == expected
+
+
+def test_the_tools_scored_exactly_hold_every_tool_that_can_be_among_the_best() -> None:
+    rng = random.Random(4321)
+    pairs = [
+        (
+            "_".join(rng.choices(_VOCABULARY, k=rng.randint(1, 4))),
+            " ".join(rng.choices(_VOCABULARY, k=rng.randint(0, 40))),
+        )
+        for _ in range(1500)
+    ]
+    built = index(pairs)
+    for _ in range(300):
+        rows = built.terms(" ".join(rng.choices(_VOCABULARY, k=rng.randint(1, 4))))
+        limit = rng.choice((1, 5))
+        matching = 0
+        for row in rows:
+            matching |= row.mask
+        scores = [sum(row.scores.get(doc, 0.0) for row in rows) for doc in range(len(pairs))]
+        nth = sorted(scores, reverse=True)[limit - 1]
+        best = {doc for doc, score in enumerate(scores) if score >= nth}
+        assert best <= set(_positions(built._candidates(rows, limit, matching)))

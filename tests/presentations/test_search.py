@@ -328,3 +328,64 @@ async def test_a_presented_toolkit_can_be_presented_again() -> None:
         {"name": "tool_call", "input": {"name": "zoo__list_pets", "input": {}}},
     )
     assert answer == {"tool": "list_pets", "input": {}}
+
+
+class Reversed:
+    """A deterministic ranker a host might bring: every tool matches, the last first."""
+
+    def __init__(self, tools: list[at.Tool]) -> None:
+        self.tools = tools
+        self.queries: list[tuple[str, int]] = []
+
+    def rank(self, query: str, limit: int) -> tuple[list[int], int]:
+        self.queries.append((query, limit))
+        return list(range(len(self.tools) - 1, -1, -1))[:limit], len(self.tools)
+
+
+async def test_a_host_ranker_ranks_the_tools_by_their_positions() -> None:
+    toolkit, _ = pets()
+    ranker = Reversed(list(toolkit.tools.values()))
+    answer = await search(at.tool_search(toolkit, ranker=ranker), {"query": "a pet", "limit": 2})
+    assert found(answer) == ["zoo__send_sms", "zoo__delete-pet"]
+    assert answer["matched"] == 4
+    assert answer["available"] == 4
+    assert ranker.queries == [("a pet", 2)]
+
+
+async def test_a_host_ranker_gives_no_more_tools_than_the_search_asked_for() -> None:
+    toolkit, _ = pets()
+
+    class Everything(Reversed):
+        def rank(self, query: str, limit: int) -> tuple[list[int], int]:
+            return [0, 1, 2, 3], 4
+
+    presented = at.tool_search(toolkit, ranker=Everything(list(toolkit.tools.values())))
+    assert found(await search(presented, {"query": "pet", "limit": 3})) == [
+        "zoo__list_pets",
+        "zoo__createPet",
+        "zoo__delete-pet",
+    ]
+
+
+@pytest.mark.parametrize("position", [4, -1])
+async def test_a_ranker_position_that_is_no_tool_fails_the_search(position: int) -> None:
+    toolkit, _ = pets()
+
+    class Broken(Reversed):
+        def rank(self, query: str, limit: int) -> tuple[list[int], int]:
+            return [position], 1
+
+    answer = await at.tool_search(toolkit, ranker=Broken([])).call("tool_search", {"query": "pet"})
+    failure = at.Failure.from_json(answer)
+    assert failure is not None
+    assert failure.code == "UnknownError"
+
+
+async def test_the_built_in_ranker_reads_the_tools_parameters() -> None:
+    source = Recording("mail")
+    definitions = [
+        define("send", "Send it.", {"type": "object", "properties": {"recipient": {}}}),
+        define("ping", "Check the line."),
+    ]
+    toolkit = at.assemble([at.Member(source, definitions)], allow_all)
+    assert found(await search(at.tool_search(toolkit), {"query": "recipient"})) == ["mail__send"]

@@ -1,46 +1,79 @@
-"""The word index behind ``tool_search``: BM25F over the words of tools' names and descriptions.
+"""The word index behind ``tool_search``: BM25F over the words of tools' names, descriptions and
+parameters.
 
 A plain, deterministic match on words, with no model and no network. Built once per presented
-toolkit; a search touches only the postings of the query's words (an inverted index), never
-every tool.
+toolkit; a search reads only the postings of the query's words (an inverted index), never every
+tool's text.
 
-How a query is read and scored:
+How a tool is read:
 
 - Words: a name or a text is cut at anything that is not a letter or a digit, and between the
   words of ``camelCase`` and ``HTTPResponse``, so ``create_issue``, ``create-issue`` and
   ``createIssue`` read as the same two words. Words are lowercased and lightly stemmed
   (``playlists``, ``creating`` and ``created`` read as ``playlist`` and ``create``).
-- Score: BM25F, with a tool's name counting :data:`NAME_WEIGHT` times a word of its description,
-  so a rare word weighs more than a common one and a long description does not win by length.
-- A query word also scores, at :data:`PREFIX_FACTOR` of its weight, for the words it begins
-  (``repo`` for ``repository``), and at :data:`RELATED_FACTOR` for the few verbs of
-  :data:`RELATED` that name the same action (``remove`` for ``delete``), unless the query
-  holds one of those verbs too (``create a new playlist`` counts one action once).
+- Three fields: the name, the description, and the parameters: each top-level property of the
+  input schema by its name, title and description, the name of the schema it refers to
+  (``MessageCreateRequest``) and the names of that object's own properties, at most
+  :data:`MAX_PARAMETER_WORDS` words.
+- Score: BM25F, where a word of the name counts :data:`NAME_WEIGHT` times a word of the
+  description and a word of the parameters :data:`PARAMETER_WEIGHT` times, each field's length
+  normalized apart, so a rare word weighs more than a common one and neither a long description
+  nor a long schema wins by its length (a word of the parameters counts once, however many
+  fields say it).
+
+How a query is read:
+
 - Common English words (``the``, ``in``) are left out of a query that has other words.
-- A tool that scores nothing does not match. Ties keep catalog order. A query with no words lists
-  the tools in catalog order, all of them matching.
+- A query word also scores, at :data:`PREFIX_FACTOR` of its weight, for the words it begins
+  when it is no word of the catalog itself (``repo`` for ``repository``, but ``star`` never for
+  ``start``); for a word of the catalog it begins, of four letters or more (``healthy`` for
+  ``health``, ``musical`` for ``music``): forms the stemmer does not join; and at
+  :data:`RELATED_FACTOR` for the few verbs of :data:`RELATED` that name the same action
+  (``remove`` for ``delete``), unless the query holds one of those verbs too (``create a new
+  playlist`` counts one action once). A tool counts each query word once, by its best form.
+- A tool that scores nothing does not match. Ties keep catalog order. A query with no words
+  lists the tools in catalog order, all of them matching.
+
+How a search stays fast however common its words (the one trick, a bit-sliced index): a word's
+scores are also kept in whole units (1/4095 of the best score of the index) as bit planes, big
+integers of one bit per tool, plane ``j`` holding bit ``j`` of every tool's score. Adding two
+words' scores for every tool at once is then a ripple-carry adder over the planes, a few dozen
+operations on big integers, which Python runs in C; reading the sum's planes from the highest
+bit down finds the ``limit``-th best sum, and the tools near it, the same way. Rounding costs
+less than a unit per word, so only the tools within that of the ``limit``-th best are scored
+again, exactly: a handful. The answer is the one scoring every tool would give, at a cost that
+hardly grows with how many tools a word has.
 """
 
 from __future__ import annotations
 
-import bisect
 import heapq
 import math
 import re
-from collections.abc import Iterable, Mapping
-from itertools import compress, filterfalse, repeat
-from operator import add, ge, neg
+from bisect import bisect_right
+from collections import Counter
+from itertools import repeat
+from operator import add, neg
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
-import attrs
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Iterator, Mapping, Sequence
+
+    from amends_toolkit._json import JsonObject, JsonValue
+    from amends_toolkit.runtime import Tool
 
 __all__ = (
     "COMMON_WORDS",
+    "MAX_PARAMETER_WORDS",
     "NAME_WEIGHT",
+    "PARAMETER_WEIGHT",
     "PREFIX_FACTOR",
     "RELATED",
     "RELATED_FACTOR",
     "Hits",
     "SearchIndex",
+    "ToolRanker",
+    "parameter_text",
     "query_terms",
     "stem",
     "words",
@@ -48,17 +81,24 @@ __all__ = (
 
 NAME_WEIGHT = 3.0
 """How much more a word of a tool's name counts than a word of its description."""
+PARAMETER_WEIGHT = 0.5
+"""How much a word of a tool's parameters counts, against a word of its description."""
+MAX_PARAMETER_WORDS = 300
+"""The most words a tool's parameters give the index (the first ones, in schema order)."""
 PREFIX_FACTOR = 0.5
-"""What a query word scores, relative to the word itself, for a longer word it begins."""
+"""What a query word scores, relative to the word itself, for another form of it (a longer
+word it begins when it is no word of the catalog, a word of the catalog it begins)."""
 RELATED_FACTOR = 0.5
 """What a query word scores, relative to the word itself, for a verb of the same action."""
 _K1 = 1.2
 _B_NAME = 0.3
-_B_DESCRIPTION = 0.75
+_B_TEXT = 0.75
 _MIN_PREFIX = 3
-_CACHE_SIZE = 2048
-# Scores are sums of floats in one order per query; the margin keeps a tie from being pruned.
-_MARGIN = 1.0 + 1e-9
+_MIN_STEM = 4
+_CHARACTERS_PER_WORD = 16
+_BITS = 12
+# At most so many bytes of bit planes in the cache of query words' postings.
+_CACHE_BYTES = 16 * 2**20
 
 RELATED: tuple[frozenset[str], ...] = tuple(
     frozenset(group)
@@ -131,16 +171,15 @@ COMMON_WORDS = frozenset(
     ]
 )
 """Words left out of a query that has others: they say nothing of what a tool does."""
-_CHUNK = re.compile(r"[^\W_]+")
+_ONE = re.compile("1")
 _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+|[^\W\d_]+")
 _DOUBLE = re.compile(r"([b-df-hj-knp-rtv-y])\1$")
 
 
 def words(text: str) -> list[str]:
     """The words of a name or a text, lowercased, in order, before stemming."""
-    return [
-        word.lower() for chunk in _CHUNK.findall(text) for word in _CAMEL.findall(chunk) if word
-    ]
+    # The camelCase pattern matches letters and digits only, so it never crosses a separator.
+    return list(map(str.lower, _CAMEL.findall(text)))
 
 
 def stem(word: str) -> str:
@@ -171,62 +210,81 @@ def _undouble(word: str) -> str:
     return word[:-1] if _DOUBLE.search(word) else word
 
 
-@attrs.frozen(kw_only=True)
-class Hits:
+class Hits(NamedTuple):
     """What a search found: catalog positions, best first, and how many tools matched."""
 
     positions: tuple[int, ...]
     matched: int
 
 
-_Postings = Mapping[int, float]
+class ToolRanker(Protocol):
+    """What ``tool_search`` ranks with: the tools of a toolkit, by their positions in its
+    catalog order (``list(toolkit.tools.values())``), best first for a query.
+
+    :class:`SearchIndex` is one; a host may bring its own (embeddings, a hybrid) built over the
+    same tools in the same order.
+    """
+
+    def rank(self, query: str, limit: int) -> tuple[Sequence[int], int]:
+        """The positions of the best tools for ``query`` (at most ``limit``, best first), and
+        how many tools match it at all."""
+        ...
 
 
 class SearchIndex:
-    """An inverted index over ``(name, description)`` pairs, in catalog order.
+    """An inverted index over tools, in catalog order: the built-in :class:`ToolRanker`.
 
-    Build it once; :meth:`search` is then cheap and never scans every tool. Safe to share
+    Build it once; :meth:`rank` is then cheap and never reads every tool's text. Safe to share
     between tasks and threads: its only changing state is a bounded cache of the postings of
     query words, whose worst race computes an entry twice.
     """
 
     def __init__(
         self,
-        tools: Iterable[tuple[str, str]],
+        tools: Iterable[Tool],
         *,
         name_weight: float = NAME_WEIGHT,
+        parameter_weight: float = PARAMETER_WEIGHT,
         prefix_factor: float = PREFIX_FACTOR,
         related_factor: float = RELATED_FACTOR,
     ) -> None:
         self._prefix_factor = prefix_factor
         self._related_factor = related_factor
-        fields: list[tuple[list[str], list[str]]] = [
-            ([stem(w) for w in words(name)], [stem(w) for w in words(description)])
-            for name, description in tools
+        stems_of = _Stems()
+        # (weight, length normalization, words, whether a word counts once however often it
+        # appears): a schema says a word as often as it has fields that hold it, which says
+        # nothing more of what the tool does.
+        fields = [
+            (
+                (name_weight, _B_NAME, stems_of(tool.name), False),
+                (1.0, _B_TEXT, stems_of(tool.description), False),
+                (parameter_weight, _B_TEXT, stems_of(parameter_text(tool.input_schema)), True),
+            )
+            for tool in tools
         ]
         self._size = len(fields)
         count = max(self._size, 1)
-        average_name = sum(len(name) for name, _ in fields) / count or 1.0
-        average_description = sum(len(text) for _, text in fields) / count or 1.0
-        # term -> doc -> field-weighted term frequency, before idf and saturation (BM25F)
+        averages = [sum(len(doc[i][2]) for doc in fields) / count or 1.0 for i in range(3)]
+        # term -> tool -> field-weighted term frequency, before idf and saturation (BM25F)
         weighted: dict[str, dict[int, float]] = {}
-        for doc, (name, description) in enumerate(fields):
-            name_norm = 1 - _B_NAME + _B_NAME * len(name) / average_name
-            description_norm = (
-                1 - _B_DESCRIPTION + _B_DESCRIPTION * len(description) / average_description
-            )
-            for term in name:
-                row = weighted.setdefault(term, {})
-                row[doc] = row.get(doc, 0.0) + name_weight / name_norm
-            for term in description:
-                row = weighted.setdefault(term, {})
-                row[doc] = row.get(doc, 0.0) + 1.0 / description_norm
+        for doc, doc_fields in enumerate(fields):
+            for (weight, b, terms, once), average in zip(doc_fields, averages, strict=True):
+                if not weight or not terms:
+                    continue
+                gain = weight / (1 - b + b * len(terms) / average)
+                for term, times in Counter(terms).items():
+                    row = weighted.setdefault(term, {})
+                    row[doc] = row.get(doc, 0.0) + gain * (1 if once else times)
         self._postings: dict[str, dict[int, float]] = {}
         for term, row in weighted.items():
             idf = math.log(1 + (self._size - len(row) + 0.5) / (len(row) + 0.5))
             self._postings[term] = {
                 doc: idf * tf * (_K1 + 1) / (tf + _K1) for doc, tf in row.items()
             }
+        # The unit of the scores' bit planes: no word, nor any other form of it, scores a tool
+        # more than the best score of the index.
+        best = max((max(row.values()) for row in self._postings.values()), default=1.0)
+        self._unit = best / (2**_BITS - 1)
         self._vocabulary = sorted(self._postings)
         self._related: dict[str, set[str]] = {}
         for group in RELATED:
@@ -238,7 +296,7 @@ class SearchIndex:
     def __len__(self) -> int:
         return self._size
 
-    def search(self, query: str, limit: int) -> Hits:
+    def rank(self, query: str, limit: int) -> Hits:
         """The best ``limit`` tools for ``query`` and how many match at all.
 
         Raises:
@@ -246,151 +304,199 @@ class SearchIndex:
         """
         if limit < 1:
             raise ValueError(f"limit must be at least 1, not {limit}")
-        terms = query_terms(query)
-        if not terms:
+        rows = self.terms(query)
+        if not rows:
             return Hits(positions=tuple(range(min(limit, self._size))), matched=self._size)
+        matching = 0
+        for row in rows:
+            matching |= row.mask
+        matched = matching.bit_count()
+        candidates = self._candidates(rows, limit, matching) if matched > limit else matching
+        best = heapq.nsmallest(limit, _scored(rows, _positions(candidates)))
+        return Hits(positions=tuple(doc for _, doc in best), matched=matched)
+
+    @staticmethod
+    def _candidates(rows: list[_Term], limit: int, matching: int) -> int:
+        """The tools of ``matching`` that may be among the ``limit`` best, as bits: every
+        tool's score in whole units, summed over the words at once, then the tools within a
+        unit a word of the limit-th best sum (rounding down costs less than that), and one
+        unit more for the rounding of the division."""
+        total = rows[0].planes
+        for row in rows[1:]:
+            total = _add(total, row.planes)
+        least = _nth_largest(total, limit, matching) - len(rows) - 1
+        return _at_least(total, least, matching)
+
+    def terms(self, query: str) -> list[_Term]:
+        """The postings of each word of ``query``, with the other forms it scores for."""
+        terms = query_terms(query)
         # A word whose related verbs the query already holds is read as itself only, so that
         # "create a new playlist" does not count the one action twice.
         asked = set(terms)
-        rows = [
+        return [
             self._expand(term, related=asked.isdisjoint(self._related.get(term, ())))
             for term in terms
         ]
-        rows.sort(key=_length)
-        union = 0
-        for row in rows:
-            union |= row.mask
-        matched = union.bit_count()
-        if len(rows) == 1:
-            return Hits(positions=tuple(rows[0].ranked_docs[:limit]), matched=matched)
-        # Rarest word first, with bounds (MaxScore): once ``limit`` tools have scores, a tool
-        # that the words so far did not score can only make the cut if what it gets from this
-        # word, with all the later words can add, reaches the limit-th best score so far. A
-        # word's tools are read best first, so the walk stops at the first that cannot; and a
-        # tool already scored that cannot reach the cut either is dropped. A query so pays for
-        # its rare words, and for only the head of a word most tools have.
-        left = [0.0] * (len(rows) + 1)
-        for i in range(len(rows) - 1, -1, -1):
-            left[i] = left[i + 1] + rows[i].best
-        # Every pass below is C-level iteration (map, zip, filterfalse, dict.update), never a
-        # Python loop over postings.
-        scores: dict[int, float] = {}
-        for i, row in enumerate(rows):
-            postings = row.scores
-            docs = row.docs
-            # Finding the cut costs a pass over the scores so far: only worth it for a word with
-            # more tools than that.
-            cut = 0.0
-            if limit <= len(scores) < len(docs):
-                cut = _cut(scores, limit) / _MARGIN
-            bound = cut - left[i + 1]
-            if bound <= row.lowest:
-                # every tool of this word may still make the cut: add them all
-                scores.update(
-                    zip(docs, map(add, map(scores.get, docs, repeat(0.0)), row.values), strict=True)
-                )
-                continue
-            known = list(scores)
-            gains = list(map(add, scores.values(), map(postings.get, known, repeat(0.0))))
-            scores.update(zip(known, gains, strict=True))
-            # The tools this word scores and no earlier word did, best first, down to the bound.
-            head = row.ranked_docs[: bisect.bisect_right(row.ranked_negated, -bound)]
-            fresh = list(filterfalse(scores.__contains__, head))
-            scores.update(zip(fresh, map(postings.__getitem__, fresh), strict=True))
-        return Hits(positions=tuple(doc for _, doc in _top(scores, limit)), matched=matched)
 
     def _expand(self, term: str, *, related: bool) -> _Term:
-        """The postings of a query word: the word, the words it begins, its related verbs."""
         cached = self._expanded.get((term, related))
         if cached is not None:
             return cached
         exact = self._postings.get(term, {})
-        others: list[tuple[float, _Postings]] = []
+        others: list[tuple[float, Mapping[int, float]]] = []
         if related and self._related_factor > 0:
             others.extend(
                 (self._related_factor, self._postings[other])
                 for other in sorted(self._related.get(term, ()))
                 if other in self._postings
             )
-        if len(term) >= _MIN_PREFIX and self._prefix_factor > 0:
-            start = bisect.bisect_right(self._vocabulary, term)
+        if self._prefix_factor > 0:
+            others.extend((self._prefix_factor, self._postings[form]) for form in self._forms(term))
+        merged = dict(exact)
+        for factor, row in others:
+            for doc, score in row.items():
+                # A tool counts a query word once, by its best form, so that a word with many
+                # derived forms in one description does not outweigh the word itself.
+                weighted = factor * score
+                if weighted > merged.get(doc, 0.0):
+                    merged[doc] = weighted
+        if len(self._expanded) * _BITS * (self._size // 8 + 1) >= _CACHE_BYTES:
+            self._expanded.clear()
+        expanded = _Term(merged, self._size, self._unit)
+        self._expanded[term, related] = expanded
+        return expanded
+
+    def _forms(self, term: str) -> list[str]:
+        """The other words of the catalog that ``term`` is a form of."""
+        forms = [term[:end] for end in range(_MIN_STEM, len(term)) if term[:end] in self._postings]
+        if len(term) >= _MIN_PREFIX and term not in self._postings:
+            start = bisect_right(self._vocabulary, term)
             for other in self._vocabulary[start:]:
                 if not other.startswith(term):
                     break
-                others.append((self._prefix_factor, self._postings[other]))
-        expanded: _Postings = exact
-        if others:
-            merged = dict(exact)
-            for factor, row in others:
-                for doc, score in row.items():
-                    # A tool counts a query word once, by its best form, so that a word with many
-                    # derived forms in one description does not outweigh the word itself.
-                    weighted = factor * score
-                    if weighted > merged.get(doc, 0.0):
-                        merged[doc] = weighted
-            expanded = merged
-        if len(self._expanded) >= _CACHE_SIZE:
-            self._expanded.clear()
-        term_postings = _Term(expanded, self._size)
-        self._expanded[term, related] = term_postings
-        return term_postings
+                forms.append(other)
+        return forms
 
 
 class _Term:
-    """A query word's postings, as a mapping and as arrays the search reads at C speed; and,
-    built when first needed, the same ranked best first."""
+    """A query word's postings: its score for each tool; the tools as the bits of one int; and
+    its scores in whole units as bit planes, ``planes[j]`` holding bit ``j`` of every tool's."""
 
-    __slots__ = ("_ranked", "best", "docs", "lowest", "mask", "scores", "values")
+    __slots__ = ("mask", "planes", "scores")
 
-    def __init__(self, scores: _Postings, size: int) -> None:
+    def __init__(self, scores: dict[int, float], size: int, unit: float) -> None:
         self.scores = scores
-        self.docs = tuple(scores)
-        # The tools as the bits of one int: the union of a query's words is an OR, and how many
-        # tools match is its bit count, in C over a few hundred machine words.
-        bits = bytearray((size + 7) // 8)
-        for doc in self.docs:
-            bits[doc >> 3] |= 1 << (doc & 7)
-        self.mask = int.from_bytes(bits, "little")
-        self.values = tuple(scores.values())
-        self.best = max(self.values, default=0.0)
-        self.lowest = min(self.values, default=0.0)
-        self._ranked: tuple[list[int], list[float]] | None = None
-
-    def _rank(self) -> tuple[list[int], list[float]]:
-        if self._ranked is None:
-            pairs = sorted(zip(map(neg, self.values), self.docs, strict=True))
-            self._ranked = ([doc for _, doc in pairs], [score for score, _ in pairs])
-        return self._ranked
-
-    @property
-    def ranked_docs(self) -> list[int]:
-        """Positions best first, ties in catalog order."""
-        return self._rank()[0]
-
-    @property
-    def ranked_negated(self) -> list[float]:
-        """The negated scores of :attr:`ranked_docs`, ascending (for :mod:`bisect`)."""
-        return self._rank()[1]
+        self.mask = _mask(scores, size)
+        units = {doc: int(score / unit) for doc, score in scores.items()}
+        self.planes = [
+            _mask([doc for doc, value in units.items() if value >> bit & 1], size)
+            for bit in range(max(units.values(), default=0).bit_length())
+        ]
 
 
-def _length(term: _Term) -> int:
-    return len(term.scores)
+def _mask(docs: Iterable[int], size: int) -> int:
+    """The tools as the bits of one int."""
+    bits = bytearray((size + 7) // 8)
+    for doc in docs:
+        bits[doc >> 3] |= 1 << (doc & 7)
+    return int.from_bytes(bits, "little")
 
 
-def _cut(scores: dict[int, float], limit: int) -> float:
-    """The ``limit``-th best score (one pass, no sort)."""
-    return heapq.nlargest(limit, scores.values())[-1]
+def _positions(mask: int) -> list[int]:
+    """The tools whose bits ``mask`` sets, in catalog order."""
+    return [found.start() for found in _ONE.finditer(bin(mask)[:1:-1])]
 
 
-def _top(scores: dict[int, float], limit: int) -> list[tuple[float, int]]:
-    """The best ``limit`` of ``scores`` as ``(-score, position)``, ties in catalog order."""
-    if len(scores) > 4 * limit:
-        # One pass finds the cut, a C-level one keeps the tools at or above it (ties included,
-        # so catalog order can break them); only those few are sorted.
-        cut = _cut(scores, limit)
-        best = list(compress(scores, map(ge, scores.values(), repeat(cut))))
-        return sorted(zip(map(neg, map(scores.__getitem__, best)), best, strict=True))[:limit]
-    return sorted((-score, doc) for doc, score in scores.items())[:limit]
+def _add(left: list[int], right: list[int]) -> list[int]:
+    """Bit planes that add up, tool by tool, those of ``left`` and ``right`` (a ripple-carry
+    adder over every tool at once)."""
+    total = []
+    carry = 0
+    for bit in range(max(len(left), len(right))):
+        one = left[bit] if bit < len(left) else 0
+        other = right[bit] if bit < len(right) else 0
+        either = one ^ other
+        total.append(either ^ carry)
+        carry = (one & other) | (carry & either)
+    return [*total, carry]
+
+
+def _nth_largest(planes: list[int], n: int, among: int) -> int:
+    """The ``n``-th largest value of the tools of ``among``, read from the highest bit down."""
+    value = 0
+    for bit in range(len(planes) - 1, -1, -1):
+        high = among & planes[bit]
+        count = high.bit_count()
+        if count >= n:
+            among = high
+            value |= 1 << bit
+        else:
+            n -= count
+            among &= ~planes[bit]
+    return value
+
+
+def _at_least(planes: list[int], least: int, among: int) -> int:
+    """The tools of ``among`` whose value is ``least`` or more, compared from the highest bit."""
+    if least <= 0:
+        return among
+    above = 0
+    equal = among
+    for bit in range(len(planes) - 1, -1, -1):
+        if least >> bit & 1:
+            equal &= planes[bit]
+        else:
+            above |= equal & planes[bit]
+            equal &= ~planes[bit]
+    return above | equal
+
+
+def _scored(rows: list[_Term], docs: list[int]) -> Iterator[tuple[float, int]]:
+    """``(-score, position)`` of each tool, scored by every word in query order (in C-level
+    passes: the same sums a plain index makes)."""
+    scores = [0.0] * len(docs)
+    for row in rows:
+        scores = list(map(add, scores, map(row.scores.get, docs, repeat(0.0))))
+    return zip(map(neg, scores), docs, strict=True)
+
+
+class _Stems:
+    """Words to stems, each word stemmed once per index built (a catalog repeats its words)."""
+
+    def __init__(self) -> None:
+        self._known: dict[str, str] = {}
+
+    def __call__(self, text: str) -> list[str]:
+        known = self._known
+        return [known[w] if w in known else known.setdefault(w, stem(w)) for w in words(text)]
+
+
+def parameter_text(schema: JsonObject) -> str:
+    """The text a tool's parameters give the index: each top-level property's name, title and
+    description, the name of the schema it refers to, and that object's own property names;
+    at most :data:`MAX_PARAMETER_WORDS` words."""
+    properties = schema.get("properties")
+    defs = schema.get("$defs")
+    parts: list[str] = []
+    for name, value in properties.items() if isinstance(properties, dict) else ():
+        parts.append(name)
+        if isinstance(value, dict):
+            parts.extend(
+                text for key in ("title", "description") if isinstance(text := value.get(key), str)
+            )
+            target: JsonValue = value
+            ref = value.get("$ref")
+            if isinstance(ref, str) and ref.startswith("#/$defs/") and isinstance(defs, dict):
+                parts.append(ref.removeprefix("#/$defs/"))
+                target = defs.get(ref.removeprefix("#/$defs/"))
+            inner = target.get("properties") if isinstance(target, dict) else None
+            if isinstance(inner, dict):
+                parts.extend(inner)
+        if len(parts) > MAX_PARAMETER_WORDS:
+            break
+    # Bounded before it is cut in words: a schema's descriptions may be long.
+    text = " ".join(parts)[: _CHARACTERS_PER_WORD * MAX_PARAMETER_WORDS]
+    return " ".join(words(text)[:MAX_PARAMETER_WORDS])
 
 
 def query_terms(query: str) -> list[str]:

@@ -1,20 +1,23 @@
 """Search: a toolkit presented to a model as two tools, ``tool_search`` and ``tool_call``.
 
 The model is shown the same two tools however many the presented toolkit has, and reads of the
-others only what it searched for. ``tool_search`` ranks with :class:`SearchIndex`, built once
-here; ``tool_call`` runs a tool of the presented toolkit exactly as a direct call would. A
-blocked tool is not in an assembled toolkit, so it can be neither found nor called.
+others only what it searched for. ``tool_search`` ranks with a :class:`ToolRanker`: the
+built-in :class:`SearchIndex` (built once here) unless the host brings another. ``tool_call``
+runs a tool of the presented toolkit exactly as a direct call would. A blocked tool is not in
+an assembled toolkit, so it can be neither found nor called.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from amends_toolkit.presentations._index import SearchIndex
+import anyio.to_thread
+
+from amends_toolkit.presentations._index import SearchIndex, ToolRanker
 from amends_toolkit.runtime import Tool, ToolEntry, Toolkit
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Sequence
 
     from amends_toolkit._json import JsonObject, JsonValue
 
@@ -28,7 +31,7 @@ MAX_LIMIT = 20
 """The most tools one search may return."""
 
 
-def tool_search(toolkit: Toolkit, *, limit: int = 5) -> Toolkit:
+def tool_search(toolkit: Toolkit, *, limit: int = 5, ranker: ToolRanker | None = None) -> Toolkit:
     """Present ``toolkit`` to a model as two tools, ``tool_search`` and ``tool_call``.
 
     ``tool_search({query, limit?})`` answers ``{"tools": [{name, description, inputSchema}],
@@ -46,12 +49,19 @@ def tool_search(toolkit: Toolkit, *, limit: int = 5) -> Toolkit:
     cancels the call it runs, and is never read as a failure.
 
     Neither tool is meant for a model API's strict schema mode (``limit`` is optional and
-    ``input`` has the shape of the tool named). The index is built here, once; building reads
-    only names and descriptions and contacts nothing.
+    ``input`` has the shape of the tool named). The built-in index is built here, once;
+    building reads only names, descriptions and input schemas and contacts nothing.
+
+    A host's ``ranker`` ranks the tools by their positions in ``list(toolkit.tools.values())``
+    and is called in a worker thread (a model's encoder may take milliseconds), so it must be
+    safe to call from several threads at once; a search waits for it even when cancelled. A
+    position that is not one of the tools' fails the search.
 
     Args:
         toolkit: The toolkit to present, usually an assembly's.
         limit: How many tools a search gives when the call does not say, 1 to 20.
+        ranker: What ranks the tools for a query, built over the toolkit's tools in order;
+            the built-in :class:`SearchIndex` when ``None``.
 
     Raises:
         ValueError: ``limit`` is not a whole number from 1 to 20.
@@ -59,7 +69,7 @@ def tool_search(toolkit: Toolkit, *, limit: int = 5) -> Toolkit:
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
         raise ValueError(f"limit must be a whole number from 1 to {MAX_LIMIT}, not {limit!r}")
     tools = tuple(toolkit.tools.values())
-    index = SearchIndex((tool.name, tool.description) for tool in tools)
+    index = SearchIndex(tools) if ranker is None else None
 
     async def search(input: JsonObject) -> JsonValue:
         query = input["query"]
@@ -67,9 +77,18 @@ def tool_search(toolkit: Toolkit, *, limit: int = 5) -> Toolkit:
         # the schema holds them so
         assert isinstance(query, str)
         assert isinstance(wanted, int)
-        hits = index.search(query, wanted)
-        found: list[JsonValue] = [_card(tools[position]) for position in hits.positions]
-        return {"tools": found, "matched": hits.matched, "available": len(tools)}
+        positions: Sequence[int]
+        if index is not None:
+            positions, matched = index.rank(query, wanted)
+        else:
+            assert ranker is not None
+            positions, matched = await anyio.to_thread.run_sync(ranker.rank, query, wanted)
+        found: list[JsonValue] = []
+        for position in positions[:wanted]:
+            if not 0 <= position < len(tools):
+                raise ValueError(f"the ranker gave position {position}, not one of {len(tools)}")
+            found.append(_card(tools[position]))
+        return {"tools": found, "matched": matched, "available": len(tools)}
 
     async def call(input: JsonObject) -> JsonValue:
         name, inner = input["name"], input["input"]
