@@ -89,7 +89,12 @@ async def test_an_open_schema_takes_any_object_but_nothing_else() -> None:
 async def test_an_unknown_name_is_a_not_found_result() -> None:
     toolkit = one_tool(Untouchable("s"))
     assert await toolkit.call("s__other", {}) == failure("NotFoundError", "There is no such tool.")
-    assert await toolkit.call("tool", {}) == failure("NotFoundError", "There is no such tool.")
+    assert await toolkit.call("tool", {}) == failure(
+        "NotFoundError", "There is no such tool. Did you mean s__tool?"
+    )
+    assert await toolkit.call("S__TOOL", {}) == failure(
+        "NotFoundError", "There is no such tool. Did you mean s__tool?"
+    )
 
 
 @pytest.mark.parametrize("reason", sorted(REASONS))

@@ -104,4 +104,7 @@ class ToolkitToolset(AbstractToolset[AgentDepsT]):
             entry = self._toolkit.entry(name)
             if entry.check(tool_args) is None and entry.tool.requires_approval(tool_args):
                 raise ApprovalRequired
+        if isinstance(self._caller, Toolkit):
+            # The run approved it (pydantic-ai asked), or it needs no approval.
+            return await self._caller.call(name, tool_args, approved=ctx.tool_call_approved)
         return await self._caller.call(name, tool_args)

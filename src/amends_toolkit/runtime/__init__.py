@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
-from amends_toolkit.runtime._actor import ActorRef, ActorStatistics, Restart
 from amends_toolkit.runtime._assembly import Member, assemble
-from amends_toolkit.runtime._runtime import Runtime
+from amends_toolkit.runtime._ref import ActorRef, ActorStatistics
 from amends_toolkit.runtime._session import Session
-from amends_toolkit.runtime._source import Lifespan, ToolSource
+from amends_toolkit.runtime._source import Lifespan, NormalExit, ToolSource
+from amends_toolkit.runtime._state import StateLoop
+from amends_toolkit.runtime._supervisor import (
+    GiveUp,
+    Restart,
+    RestartPolicy,
+    Runtime,
+    SourceFactory,
+)
 from amends_toolkit.runtime._toolkit import (
     Tool,
     ToolEntry,
@@ -20,12 +27,17 @@ from amends_toolkit.runtime._validation import InputValidator, validator_for
 __all__ = (
     "ActorRef",
     "ActorStatistics",
+    "GiveUp",
     "InputValidator",
     "Lifespan",
     "Member",
+    "NormalExit",
     "Restart",
+    "RestartPolicy",
     "Runtime",
     "Session",
+    "SourceFactory",
+    "StateLoop",
     "Tool",
     "ToolEntry",
     "ToolHandler",

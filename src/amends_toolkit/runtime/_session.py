@@ -7,17 +7,12 @@ result the model reads, and the host sees the error behind one through ``on_erro
 
 from __future__ import annotations
 
-import inspect
 import math
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, TypeAlias
+from typing import TYPE_CHECKING
 
 import anyio
 
-from amends_toolkit._errors import Failure, ToolSourceError, UnavailableError
-from amends_toolkit._json import JsonObject
-from amends_toolkit._log import get_logger
-from amends_toolkit.runtime._toolkit import ToolResult, not_found, refused, run_entry
+from amends_toolkit.runtime._toolkit import DENIED, Approve, OnError, ToolResult, run_tool
 
 if TYPE_CHECKING:
     from types import TracebackType
@@ -25,22 +20,7 @@ if TYPE_CHECKING:
     from amends_toolkit._json import JsonValue
     from amends_toolkit.runtime._toolkit import Toolkit
 
-__all__ = ("Approve", "OnError", "Session")
-
-_log = get_logger(__name__)
-
-Approve: TypeAlias = Callable[[str, JsonObject], Awaitable[bool] | bool]
-"""The host's question to a person: may this tool run with this input?"""
-
-OnError: TypeAlias = Callable[[str, ToolSourceError], Awaitable[None] | None]
-"""The host's view of the error behind a failure, with the model-facing name of the tool."""
-
-DENIED = Failure(
-    code="ApprovalDenied",
-    message="A person did not approve this call; it did not run.",
-    retryable=False,
-)
-"""What the model reads when the host's ``approve`` refuses a call."""
+__all__ = ("DENIED", "Approve", "OnError", "Session")
 
 
 class Session:
@@ -143,44 +123,17 @@ class Session:
         with anyio.CancelScope() as scope:
             self._calls.add(scope)
             try:
-                return await self._run(name, input)
+                return await run_tool(
+                    self._toolkit,
+                    name,
+                    input,
+                    approve=self._approve,
+                    timeout=self._timeout,
+                    on_error=self._on_error,
+                )
             finally:
                 self._calls.discard(scope)
         # Only the session cancels this scope: it closed while the call ran. Inside its block
         # the session's own cancellation is pending and ends the call; outside, nothing would.
         await anyio.lowlevel.checkpoint_if_cancelled()
         raise anyio.ClosedResourceError
-
-    async def _run(self, name: str, input: JsonValue) -> ToolResult:
-        try:
-            entry = self._toolkit.entry(name)
-        except KeyError:
-            return not_found()
-        problem = entry.check(input)
-        if problem is not None:
-            return refused(problem)
-        assert isinstance(input, dict)  # check() refuses anything but an object
-        if entry.tool.requires_approval(input):
-            approved = self._approve(name, input)
-            if inspect.isawaitable(approved):
-                approved = await approved
-            if approved is not True:
-                _log.info("call.denied", tool=name)
-                return ToolResult.failed(DENIED)
-        if self._timeout is None:
-            result = await run_entry(entry, input)
-        else:
-            with anyio.move_on_after(self._timeout) as deadline:
-                result = await run_entry(entry, input)
-            if deadline.cancelled_caught:
-                source = entry.route[0] if entry.route is not None else name
-                _log.info("call.timed_out", tool=name, source=source, timeout=self._timeout)
-                error = UnavailableError(
-                    source=source, message=f"the call took longer than {self._timeout} seconds"
-                )
-                result = ToolResult.failed(error.to_failure(), error)
-        if result.error is not None and self._on_error is not None:
-            seen = self._on_error(name, result.error)
-            if inspect.isawaitable(seen):
-                await seen
-        return result

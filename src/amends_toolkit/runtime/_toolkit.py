@@ -8,9 +8,13 @@ Whatever happens to a call is a result the model reads (:meth:`Toolkit.call`):
 =====================================  ==================================================
 what happened                          what the model reads (``code`` of the Failure JSON)
 =====================================  ==================================================
-the name is unknown (or blocked)       ``NotFoundError``
+the name is unknown (or blocked)       ``NotFoundError``, with the names it may have meant
 the input is not an object, or does    ``InvalidInputError``, saying what to fix; the
 not match the tool's schema            handler (the source) never sees the input
+the tool needs approval, and nobody    ``ApprovalRequired``: the host runs it in a Session
+was asked                              (which asks a person), or says it approved the call
+a person refused it (Session)          ``ApprovalDenied``
+the session's timeout passed           ``UnavailableError``
 the handler raised a ToolSourceError   that reason's Failure (``error.to_failure()``)
 the handler raised a Failure           that Failure
 the handler raised anything else       ``UnknownError`` ("the source failed"), logged
@@ -22,6 +26,9 @@ the call was cancelled                 nothing: cancellation propagates
 ``ToolSourceError`` behind a failure, so that a host can act on it (ask for a connection again
 after an ``AuthenticationError``).
 
+Every call takes one path, :func:`run_tool` (lookup, input check, approval, deadline, failure
+mapping), whether a toolkit, a :class:`~amends_toolkit.Session` or a presentation makes it.
+
 Presentations build toolkits of their own tools through the seam of :class:`ToolEntry` and
 :meth:`Toolkit.from_entries`, and take tools of another toolkit with :meth:`Toolkit.entry`: an
 entry runs the same in every toolkit that holds it.
@@ -29,13 +36,22 @@ entry runs the same in every toolkit that holds it.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from types import MappingProxyType
 from typing import TYPE_CHECKING, TypeAlias
 
+import anyio
 import attrs
 
-from amends_toolkit._errors import Failure, NameClash, NotFoundError, ToolSourceError, UnknownError
+from amends_toolkit._errors import (
+    Failure,
+    NameClash,
+    NotFoundError,
+    ToolSourceError,
+    UnavailableError,
+    UnknownError,
+)
 from amends_toolkit._json import JsonObject, JsonValue
 from amends_toolkit._log import get_logger
 from amends_toolkit.runtime._validation import InputValidator, validator_for
@@ -45,12 +61,17 @@ if TYPE_CHECKING:
     from amends_toolkit.runtime._source import ToolSource
 
 __all__ = (
+    "DENIED",
+    "NEEDS_APPROVAL",
+    "Approve",
     "NeedsApproval",
+    "OnError",
     "Tool",
     "ToolEntry",
     "ToolHandler",
     "ToolResult",
     "Toolkit",
+    "run_tool",
     "source_toolkit",
 )
 
@@ -67,7 +88,31 @@ defect. Cancellation must propagate.
 NeedsApproval: TypeAlias = bool | Callable[[JsonObject], bool]
 """Whether a call needs a person's approval: always, never, or as a function of its input."""
 
+Approve: TypeAlias = Callable[[str, JsonObject], Awaitable[bool] | bool]
+"""The host's question to a person: may this tool run with this input? (``True`` or ``False``)"""
+
+OnError: TypeAlias = Callable[[str, ToolSourceError], Awaitable[None] | None]
+"""The host's view of the error behind a failure, with the model-facing name of the tool."""
+
+DENIED = Failure(
+    code="ApprovalDenied",
+    message="A person did not approve this call; it did not run.",
+    retryable=False,
+)
+"""What the model reads when the host's ``approve`` refuses a call."""
+
+NEEDS_APPROVAL = Failure(
+    code="ApprovalRequired",
+    message=(
+        "This tool needs a person's approval and nobody was asked, so it did not run: the host"
+        " must run it in a Session, which asks."
+    ),
+    retryable=False,
+)
+"""What the model reads of a call that needs approval made where nobody is asked."""
+
 _NOT_FOUND = NotFoundError(source="toolkit").to_failure()
+_MAX_HINTS = 3
 
 
 @attrs.frozen(kw_only=True)
@@ -119,6 +164,12 @@ class ToolEntry:
     def name(self) -> str:
         """The model-facing name."""
         return self.tool.name
+
+    @property
+    def source_name(self) -> str:
+        """The name of the source it reaches, or its own for a presentation's tool (for logs
+        and errors)."""
+        return self.route[0] if self.route is not None else self.tool.name
 
     def check(self, input: JsonValue) -> str | None:
         """``None`` when the input may go to the handler, else what is wrong, for the model."""
@@ -183,10 +234,11 @@ class Toolkit:
     :meth:`from_entries`.
     """
 
-    __slots__ = ("_entries", "_tools")
+    __slots__ = ("_entries", "_hints", "_tools")
 
     def __init__(self, entries: Mapping[str, ToolEntry]) -> None:
         """Use :meth:`from_entries`; this trusts that names are the entries' own and distinct."""
+        self._hints: dict[str, list[str]] | None = None
         self._entries: Mapping[str, ToolEntry] = MappingProxyType(dict(entries))
         self._tools: Mapping[str, Tool] = MappingProxyType(
             {name: entry.tool for name, entry in self._entries.items()}
@@ -247,32 +299,117 @@ class Toolkit:
     def __repr__(self) -> str:
         return f"<Toolkit of {len(self._entries)} tools>"
 
-    async def call(self, name: str, input: JsonValue) -> JsonValue:
+    def hints(self, name: str) -> list[str]:
+        """The tools a name that is no tool's may have meant: the same name with its source's
+        prefix (``list_tasks`` for ``tasks__list_tasks``), or written in another case."""
+        if self._hints is None:
+            hints: dict[str, list[str]] = {}
+            for tool in self._entries:
+                keys = {tool.lower(), tool.partition("__")[2].lower()}
+                for key in keys - {""}:
+                    hints.setdefault(key, []).append(tool)
+            self._hints = hints
+        return self._hints.get(name.lower(), [])[:_MAX_HINTS]
+
+    async def call(self, name: str, input: JsonValue, *, approved: bool = False) -> JsonValue:
         """Run a tool and give the JSON the model reads; never raises for a failure.
 
         The input must be an object that matches the tool's schema, or the source never sees it.
         An unknown name reads as a ``NotFoundError`` failure, a refused input as an
         ``InvalidInputError`` failure, a ``ToolSourceError`` as its failure, and any other
         exception, a defect, is logged with its traceback and read as an ``UnknownError``.
-        Cancellation propagates: a cancelled call gives no result.
+        Nobody is asked for approval here: a tool that needs it is an ``ApprovalRequired``
+        failure, unless the host says it approved this call (``approved=True``); a
+        :class:`~amends_toolkit.Session` asks a person. Cancellation propagates: a cancelled
+        call gives no result.
         """
-        return (await self.invoke(name, input)).value
+        return (await run_tool(self, name, input, approve=_APPROVED if approved else None)).value
 
-    async def invoke(self, name: str, input: JsonValue) -> ToolResult:
+    async def invoke(self, name: str, input: JsonValue, *, approved: bool = False) -> ToolResult:
         """Run a tool as :meth:`call` does, and give the result with the error behind a failure."""
-        entry = self._entries.get(name)
-        if entry is None:
-            return not_found()
-        problem = entry.check(input)
-        if problem is not None:
-            return refused(problem)
-        assert isinstance(input, dict)  # check() refuses anything but an object
-        return await run_entry(entry, input)
+        return await run_tool(self, name, input, approve=_APPROVED if approved else None)
 
 
-def not_found() -> ToolResult:
-    """The result of a name no tool of the toolkit has (or a blocked tool's)."""
-    return ToolResult.failed(_NOT_FOUND)
+def _approved(name: str, input: JsonObject) -> bool:
+    return True
+
+
+_APPROVED: Approve = _approved
+
+
+async def run_tool(
+    toolkit: Toolkit,
+    name: str,
+    input: JsonValue,
+    *,
+    approve: Approve | None = None,
+    timeout: float | None = None,
+    on_error: OnError | None = None,
+) -> ToolResult:
+    """The one path of a call: lookup, input check, approval, deadline, failure mapping.
+
+    Args:
+        toolkit: Whose tool runs.
+        name: Its model-facing name.
+        input: What the model gave, checked against the tool's schema before anything runs.
+        approve: Asked before a call that needs approval; ``None`` when nobody can be asked,
+            which makes such a call an ``ApprovalRequired`` failure.
+        timeout: Seconds the tool may run (approval not counted), or ``None``.
+        on_error: Sees the ``ToolSourceError`` behind a failure before the result is given.
+
+    Raises:
+        TypeError: ``approve`` gave something other than ``True`` or ``False`` (the host's
+            mistake, named with its fix).
+    """
+    entry = toolkit._entries.get(name)
+    if entry is None:
+        return not_found(toolkit.hints(name) if isinstance(name, str) else [])
+    problem = entry.check(input)
+    if problem is not None:
+        return refused(problem)
+    assert isinstance(input, dict)  # check() refuses anything but an object
+    if entry.tool.needs_approval is not False and entry.tool.requires_approval(input):
+        if approve is None:
+            _log.info("call.needs_approval", tool=name)
+            return ToolResult.failed(NEEDS_APPROVAL)
+        answer = approve(name, input)
+        if inspect.isawaitable(answer):
+            answer = await answer
+        if not isinstance(answer, bool):
+            raise TypeError(
+                f"approve gave {answer!r} for {name}; it must give True (run the call) or False"
+                " (refuse it), such as `return answer == 'yes'`"
+            )
+        if not answer:
+            _log.info("call.denied", tool=name)
+            return ToolResult.failed(DENIED)
+    if timeout is None:
+        result = await run_entry(entry, input)
+    else:
+        with anyio.move_on_after(timeout) as deadline:
+            result = await run_entry(entry, input)
+        if deadline.cancelled_caught:
+            _log.info("call.timed_out", tool=name, source=entry.source_name, timeout=timeout)
+            error = UnavailableError(
+                source=entry.source_name, message=f"the call took longer than {timeout} seconds"
+            )
+            result = ToolResult.failed(error.to_failure(), error)
+    if result.error is not None and on_error is not None:
+        seen = on_error(name, result.error)
+        if inspect.isawaitable(seen):
+            await seen
+    return result
+
+
+def not_found(hints: Sequence[str] = ()) -> ToolResult:
+    """The result of a name no tool of the toolkit has (or a blocked tool's), with the names
+    the model may have meant."""
+    if not hints:
+        return ToolResult.failed(_NOT_FOUND)
+    meant = " or ".join(hints)
+    return ToolResult.failed(
+        Failure(code=_NOT_FOUND.code, message=f"{_NOT_FOUND.message} Did you mean {meant}?")
+    )
 
 
 def refused(problem: str) -> ToolResult:
@@ -297,9 +434,8 @@ async def run_entry(entry: ToolEntry, input: JsonObject) -> ToolResult:
         _log.info("call.failed", tool=entry.name, reason=failure.code)
         return ToolResult.failed(failure)
     except Exception as defect:  # noqa: BLE001 - a defect: the host reads it in the log, the model reads "the source failed"
-        source = entry.route[0] if entry.route is not None else entry.name
-        _log.error("call.defect", tool=entry.name, source=source, exc_info=defect)
-        unknown = UnknownError(source=source)
+        _log.error("call.defect", tool=entry.name, source=entry.source_name, exc_info=defect)
+        unknown = UnknownError(source=entry.source_name)
         unknown.__cause__ = defect
         return ToolResult.failed(unknown.to_failure(), unknown)
     return ToolResult(value=value)
