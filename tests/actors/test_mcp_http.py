@@ -235,10 +235,11 @@ async def test_tools_are_listed_with_their_hints_and_run(kind: Kind, mode: Mode)
 async def test_a_stateless_call_before_listing_learns_the_marks_from_32020(kind: Kind) -> None:
     async with served(kind, "stateless-json") as (client, recorder):
         source = at.mcp.http(name="demo", url=f"{BASE}/mcp", client=client)
-        assert await source.call("regional", {"region": " eu ", "q": "x"}) == {
-            "region": " eu ",
-            "q": "x",
-        }
+        async with source.lifespan():
+            assert await source.call("regional", {"region": " eu ", "q": "x"}) == {
+                "region": " eu ",
+                "q": "x",
+            }
     assert recorder.calls() == [
         "POST server/discover",
         "POST tools/call",
@@ -254,21 +255,22 @@ async def test_a_stateless_call_before_listing_learns_the_marks_from_32020(kind:
 async def test_a_session_the_server_ended_is_begun_again(kind: Kind) -> None:
     async with served(kind, "sessions-sse") as (client, recorder):
         source = at.mcp.http(name="demo", url=f"{BASE}/mcp", client=client)
-        await source.call("echo", {"text": "a"})
-        [session] = {h["mcp-session-id"] for _, m, _, h in recorder.seen if m == "tools/call"}
-        ended = await client.delete(
-            "/mcp", headers={"mcp-session-id": session, "mcp-protocol-version": "2025-11-25"}
-        )
-        assert ended.status_code == 200
-        assert await source.call("echo", {"text": "b"}) == {"result": "b"}
-    assert recorder.calls()[-4:] == [
-        "POST tools/call",
-        "POST initialize",
-        "POST notifications/initialized",
-        "POST tools/call",
-    ]
-    assert recorder.seen[-4][2] == 404
-    assert recorder.seen[-1][3]["mcp-session-id"] != session
+        async with source.lifespan():
+            await source.call("echo", {"text": "a"})
+            [session] = {h["mcp-session-id"] for _, m, _, h in recorder.seen if m == "tools/call"}
+            ended = await client.delete(
+                "/mcp", headers={"mcp-session-id": session, "mcp-protocol-version": "2025-11-25"}
+            )
+            assert ended.status_code == 200
+            assert await source.call("echo", {"text": "b"}) == {"result": "b"}
+            assert recorder.calls()[-4:] == [
+                "POST tools/call",
+                "POST initialize",
+                "POST notifications/initialized",
+                "POST tools/call",
+            ]
+            assert recorder.seen[-4][2] == 404
+            assert recorder.seen[-1][3]["mcp-session-id"] != session
 
 
 @pytest.mark.anyio
@@ -292,8 +294,9 @@ async def test_an_httpx2_client_failing_to_connect_is_unavailable() -> None:
         port = sock.getsockname()[1]
     async with httpx2.AsyncClient() as client:
         source = at.mcp.http(name="demo", url=f"http://127.0.0.1:{port}/mcp", client=client)
-        with pytest.raises(at.UnavailableError):
-            await source.discover()
+        async with source.lifespan():
+            with pytest.raises(at.UnavailableError):
+                await source.discover()
 
 
 @pytest.mark.anyio
@@ -358,10 +361,11 @@ async def test_a_blocking_tool_past_the_timeout_is_unavailable(uvicorn_url: str)
 async def test_a_cancelled_call_closes_its_response_stream(uvicorn_url: str) -> None:
     async with httpx.AsyncClient() as client:
         source = at.mcp.http(name="demo", url=uvicorn_url, client=client)
-        await source.discover()
-        with anyio.move_on_after(0.5):
-            await source.call("block", {})
-        assert await anyio.to_thread.run_sync(cancelled.wait, 5), (
-            "the server never saw the call end"
-        )
-        assert await source.call("echo", {"text": "after"}) == {"result": "after"}
+        async with source.lifespan():
+            await source.discover()
+            with anyio.move_on_after(0.5):
+                await source.call("block", {})
+            assert await anyio.to_thread.run_sync(cancelled.wait, 5), (
+                "the server never saw the call end"
+            )
+            assert await source.call("echo", {"text": "after"}) == {"result": "after"}

@@ -81,16 +81,23 @@ class Actor:
             request.fail(error)
 
     async def serve(self, source: ToolSource) -> None:
-        """One incarnation: returns when stopped, raises what crashed it."""
-        with anyio.CancelScope() as scope:
-            self._scope = scope
+        """One incarnation: returns when stopped, raises what crashed it.
+
+        A stop cancels what runs now: the lifespan's entry, or else the workers, so that the
+        lifespan is left as it is meant to be (its own tasks still running) rather than cancelled.
+        """
+        with anyio.CancelScope() as entering:
+            self._scope = entering
             if self._stopping:
-                scope.cancel()
+                entering.cancel()
             async with AsyncExitStack() as stack:
                 if isinstance(source, Lifespan):
                     await stack.enter_async_context(source.lifespan())
                 self.state = "running"
                 async with anyio.create_task_group() as tasks:
+                    self._scope = tasks.cancel_scope
+                    if self._stopping:
+                        tasks.cancel_scope.cancel()
                     self._pool, self._idle = 1, 0
                     tasks.start_soon(self._work, source, tasks)
         self._scope = None

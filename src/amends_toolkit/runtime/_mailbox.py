@@ -11,6 +11,7 @@ and a waiter woken and then cancelled passes its turn on, so no request and no r
 from __future__ import annotations
 
 from collections import deque
+from contextlib import suppress
 from typing import TYPE_CHECKING
 
 import anyio
@@ -113,7 +114,5 @@ def _leave(waiters: deque[Waiter], waiter: Waiter) -> None:
     if waiter.done() and not waiter.cancelled():
         _wake(waiters)
     else:
-        try:
+        with suppress(ValueError):  # a waiter woken by close() is off the line already
             waiters.remove(waiter)
-        except ValueError:
-            pass

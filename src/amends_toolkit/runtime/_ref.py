@@ -125,6 +125,4 @@ class ActorRef:
             raise
         # The source ignored the cancellation at its deadline: no waiter waits forever.
         request.abandon()
-        raise UnavailableError(
-            source=self._name, message="the source did not stop at its deadline"
-        )
+        raise UnavailableError(source=self._name, message="the source did not stop at its deadline")

@@ -12,7 +12,14 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from amends_toolkit.runtime._toolkit import DENIED, Approve, OnError, ToolResult, run_tool
+from amends_toolkit.runtime._toolkit import (
+    DENIED,
+    Approve,
+    CallOptions,
+    OnError,
+    ToolResult,
+    run_tool,
+)
 
 if TYPE_CHECKING:
     from types import TracebackType
@@ -42,7 +49,7 @@ class Session:
     closes, or one made after it closed, raises :class:`anyio.ClosedResourceError`.
     """
 
-    __slots__ = ("_approve", "_calls", "_on_error", "_scope", "_state", "_timeout", "_toolkit")
+    __slots__ = ("_calls", "_options", "_scope", "_state", "_toolkit")
 
     def __init__(
         self,
@@ -55,9 +62,7 @@ class Session:
         if timeout is not None and not (timeout > 0 and math.isfinite(timeout)):
             raise ValueError(f"timeout must be a positive number of seconds or None, not {timeout}")
         self._toolkit = toolkit
-        self._approve = approve
-        self._on_error = on_error
-        self._timeout = timeout
+        self._options = CallOptions(approve=approve, timeout=timeout, on_error=on_error)
         self._scope: anyio.CancelScope | None = None
         self._calls: set[anyio.CancelScope] = set()
         self._state = "new"
@@ -123,14 +128,7 @@ class Session:
         with anyio.CancelScope() as scope:
             self._calls.add(scope)
             try:
-                return await run_tool(
-                    self._toolkit,
-                    name,
-                    input,
-                    approve=self._approve,
-                    timeout=self._timeout,
-                    on_error=self._on_error,
-                )
+                return await run_tool(self._toolkit, name, input, self._options)
             finally:
                 self._calls.discard(scope)
         # Only the session cancels this scope: it closed while the call ran. Inside its block

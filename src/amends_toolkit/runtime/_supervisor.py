@@ -339,6 +339,6 @@ def _start_detached(run: Callable[[], Coroutine[object, object, None]]) -> None:
         _DETACHED.add(task)
         task.add_done_callback(_DETACHED.discard)
         return
-    import trio  # noqa: PLC0415 - the other backend anyio runs on
+    import trio  # the other backend anyio runs on; loaded only when it runs
 
     trio.lowlevel.spawn_system_task(run, context=contextvars.copy_context())

@@ -64,6 +64,7 @@ __all__ = (
     "DENIED",
     "NEEDS_APPROVAL",
     "Approve",
+    "CallOptions",
     "NeedsApproval",
     "OnError",
     "Tool",
@@ -323,44 +324,50 @@ class Toolkit:
         :class:`~amends_toolkit.Session` asks a person. Cancellation propagates: a cancelled
         call gives no result.
         """
-        return (await run_tool(self, name, input, approve=_APPROVED if approved else None)).value
+        return (await self.invoke(name, input, approved=approved)).value
 
     async def invoke(self, name: str, input: JsonValue, *, approved: bool = False) -> ToolResult:
         """Run a tool as :meth:`call` does, and give the result with the error behind a failure."""
-        return await run_tool(self, name, input, approve=_APPROVED if approved else None)
+        return await run_tool(self, name, input, _HOST_APPROVED if approved else _NOBODY_ASKED)
+
+
+@attrs.frozen(kw_only=True)
+class CallOptions:
+    """How the one call path runs a call: who is asked, for how long, who hears of errors.
+
+    Attributes:
+        approve: Asked before a call that needs approval; ``None`` when nobody can be asked,
+            which makes such a call an ``ApprovalRequired`` failure.
+        timeout: Seconds the tool may run (approval not counted), or ``None``.
+        on_error: Sees the ``ToolSourceError`` behind a failure before the result is given.
+    """
+
+    approve: Approve | None = None
+    timeout: float | None = None
+    on_error: OnError | None = None
 
 
 def _approved(name: str, input: JsonObject) -> bool:
     return True
 
 
-_APPROVED: Approve = _approved
+_NOBODY_ASKED = CallOptions()
+_HOST_APPROVED = CallOptions(approve=_approved)
 
 
 async def run_tool(
-    toolkit: Toolkit,
-    name: str,
-    input: JsonValue,
-    *,
-    approve: Approve | None = None,
-    timeout: float | None = None,
-    on_error: OnError | None = None,
+    toolkit: Toolkit, name: str, input: JsonValue, options: CallOptions = _NOBODY_ASKED
 ) -> ToolResult:
     """The one path of a call: lookup, input check, approval, deadline, failure mapping.
 
-    Args:
-        toolkit: Whose tool runs.
-        name: Its model-facing name.
-        input: What the model gave, checked against the tool's schema before anything runs.
-        approve: Asked before a call that needs approval; ``None`` when nobody can be asked,
-            which makes such a call an ``ApprovalRequired`` failure.
-        timeout: Seconds the tool may run (approval not counted), or ``None``.
-        on_error: Sees the ``ToolSourceError`` behind a failure before the result is given.
+    ``toolkit.call``, a Session and the presentations all run calls through it; ``options``
+    says what differs between them.
 
     Raises:
         TypeError: ``approve`` gave something other than ``True`` or ``False`` (the host's
             mistake, named with its fix).
     """
+    approve, timeout = options.approve, options.timeout
     entry = toolkit._entries.get(name)
     if entry is None:
         return not_found(toolkit.hints(name) if isinstance(name, str) else [])
@@ -394,8 +401,8 @@ async def run_tool(
                 source=entry.source_name, message=f"the call took longer than {timeout} seconds"
             )
             result = ToolResult.failed(error.to_failure(), error)
-    if result.error is not None and on_error is not None:
-        seen = on_error(name, result.error)
+    if result.error is not None and options.on_error is not None:
+        seen = options.on_error(name, result.error)
         if inspect.isawaitable(seen):
             await seen
     return result
