@@ -20,7 +20,7 @@ from amends_toolkit._errors import ToolSourceError, UnavailableError, UnknownErr
 from amends_toolkit._log import get_logger
 from amends_toolkit.runtime._messages import Call
 from amends_toolkit.runtime._ref import ActorState, ActorStatistics
-from amends_toolkit.runtime._source import Lifespan
+from amends_toolkit.runtime._source import has_lifespan
 
 if TYPE_CHECKING:
     from anyio.abc import TaskGroup
@@ -32,6 +32,8 @@ if TYPE_CHECKING:
 __all__ = ("Actor",)
 
 _log = get_logger(__name__)
+
+_STOPPED = "the source is stopped"
 
 
 class Actor:
@@ -64,10 +66,22 @@ class Actor:
         )
 
     def stop(self) -> None:
-        """End the incarnation that runs (or the next one, before it begins)."""
+        """End the incarnation that runs (or the next one, before it begins).
+
+        The mailbox is closed first: queued requests are answered, idle workers end, and only
+        running calls are cancelled, so an idle actor stops without a cancellation.
+        """
         self._stopping = True
-        if self._scope is not None:
-            self._scope.cancel()
+        if self.state != "running" or self._scope is None:
+            if self._scope is not None:
+                self._scope.cancel()
+            return
+        error = UnavailableError(source=self.name, message=_STOPPED)
+        for request in self.mailbox.close(_STOPPED):
+            request.fail(error)
+        for request in list(self._running):
+            if request.scope is not None:
+                request.scope.cancel()
 
     def close(self, state: ActorState, why: str) -> None:
         """The actor is over: answer every request left, queued or running, and take no more."""
@@ -86,18 +100,18 @@ class Actor:
         A stop cancels what runs now: the lifespan's entry, or else the workers, so that the
         lifespan is left as it is meant to be (its own tasks still running) rather than cancelled.
         """
+        if self._stopping:
+            return
         with anyio.CancelScope() as entering:
             self._scope = entering
-            if self._stopping:
-                entering.cancel()
             async with AsyncExitStack() as stack:
-                if isinstance(source, Lifespan):
+                if has_lifespan(source):
                     await stack.enter_async_context(source.lifespan())
                 self.state = "running"
                 async with anyio.create_task_group() as tasks:
                     self._scope = tasks.cancel_scope
                     if self._stopping:
-                        tasks.cancel_scope.cancel()
+                        self.stop()
                     self._pool, self._idle = 1, 0
                     tasks.start_soon(self._work, source, tasks)
         self._scope = None
@@ -143,7 +157,7 @@ class Actor:
             request.scope = None
             self._running.discard(request)
             if not request.done:
-                if scope.cancel_called and not request.abandoned:
+                if scope.cancel_called and not request.abandoned and not self._stopping:
                     # Only an abandoning caller and the deadline cancel this scope.
                     _log.warning("call.timed_out", source=self.name, tool=request.what)
                     why = "the source did not answer in time"

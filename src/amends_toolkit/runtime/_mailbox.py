@@ -63,6 +63,9 @@ class Mailbox:
             self._putters.append(waiter)
             try:
                 await waiter
+                # A caller cancelled while it waited must not send now: on asyncio, anyio
+                # delivers a cancellation to a task woken at the same moment only later.
+                await anyio.lowlevel.checkpoint_if_cancelled()
             except BaseException:
                 _leave(self._putters, waiter)
                 raise

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, TypeGuard, runtime_checkable
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -11,7 +11,7 @@ if TYPE_CHECKING:
     from amends_toolkit._definitions import ToolDefinition
     from amends_toolkit._json import JsonObject, JsonValue
 
-__all__ = ("Lifespan", "NormalExit", "ToolSource")
+__all__ = ("Lifespan", "NormalExit", "ToolSource", "has_lifespan", "is_source")
 
 
 @runtime_checkable
@@ -58,3 +58,18 @@ class NormalExit(Exception):
     Its actor ends normally: only a ``permanent`` child is restarted (OTP's exit reason
     ``normal``). Any other exception is a crash.
     """
+
+
+def is_source(value: object) -> TypeGuard[ToolSource]:
+    """``isinstance(value, ToolSource)``, without a protocol check's cost (spawn's hot path)."""
+    return (
+        not isinstance(value, type)
+        and hasattr(value, "name")
+        and callable(getattr(value, "discover", None))
+        and callable(getattr(value, "call", None))
+    )
+
+
+def has_lifespan(source: ToolSource) -> TypeGuard[Lifespan]:
+    """``isinstance(source, Lifespan)``, without a protocol check's cost."""
+    return callable(getattr(source, "lifespan", None))

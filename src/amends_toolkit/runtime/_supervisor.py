@@ -51,11 +51,13 @@ from amends_toolkit.runtime._actor import Actor
 from amends_toolkit.runtime._mailbox import Mailbox
 from amends_toolkit.runtime._messages import waiters
 from amends_toolkit.runtime._ref import ActorRef
-from amends_toolkit.runtime._source import NormalExit, ToolSource
+from amends_toolkit.runtime._source import NormalExit, is_source
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Coroutine
     from types import TracebackType
+
+    from amends_toolkit.runtime._source import ToolSource
 
 __all__ = ("GiveUp", "Restart", "RestartPolicy", "Runtime", "SourceFactory")
 
@@ -215,7 +217,7 @@ class Runtime:
         if not isinstance(restart, Restart):
             raise TypeError(f"restart must be an at.Restart, not {restart!r}")
         factory: SourceFactory | None = None
-        if isinstance(source, type) or not isinstance(source, ToolSource):
+        if not is_source(source):
             if not callable(source):
                 raise TypeError(
                     "spawn takes a tool source (name, discover, call) or a function that builds "
@@ -309,7 +311,7 @@ class Runtime:
 
 def _built(factory: SourceFactory, *, name: str | None = None) -> ToolSource:
     source = factory()
-    if not isinstance(source, ToolSource):
+    if not is_source(source):
         raise TypeError(
             f"the function given to spawn must build a tool source, and it built {source!r}"
         )
