@@ -219,10 +219,13 @@ async def test_a_caller_past_its_deadline_waits_only_the_grace_for_a_stubborn_so
 
 
 async def test_a_hosts_own_exception_leaves_the_runtime_as_itself() -> None:
-    with pytest.raises(KeyError, match="mine"):
+    async def host() -> None:
         async with Runtime() as runtime:
             await runtime.spawn(Scripted())
             raise KeyError("mine")
+
+    with pytest.raises(KeyError, match="mine"):
+        await host()
 
 
 async def test_ten_thousand_spawns_and_stops_leave_the_runtimes_memory_flat() -> None:

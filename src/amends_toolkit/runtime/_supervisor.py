@@ -51,13 +51,11 @@ from amends_toolkit.runtime._actor import Actor
 from amends_toolkit.runtime._mailbox import Mailbox
 from amends_toolkit.runtime._messages import waiters
 from amends_toolkit.runtime._ref import ActorRef
-from amends_toolkit.runtime._source import NormalExit, is_source
+from amends_toolkit.runtime._source import NormalExit, ToolSource, is_source
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Coroutine
     from types import TracebackType
-
-    from amends_toolkit.runtime._source import ToolSource
 
 __all__ = ("GiveUp", "Restart", "RestartPolicy", "Runtime", "SourceFactory")
 
