@@ -128,19 +128,22 @@ async def test_leaving_a_runtime_is_bounded_when_a_source_ignores_cancellation(
             await ref.call("wait", {})
         outcomes.append(ref.name)
 
-    async with anyio.create_task_group() as callers:
-        async with at.Runtime(grace=3.0) as runtime:
-            refs = [await runtime.spawn(stubborn), await runtime.spawn(other)]
-            for ref in refs:
-                callers.start_soon(call, ref)
-            await stubborn.started.wait()
-            await other.started.wait()
-            left_at = anyio.current_time()
-        # Both were waited for at once, for the grace only; their callers are answered.
-        assert anyio.current_time() - left_at == pytest.approx(3.0)
+    try:
+        with anyio.fail_after(60):  # broken, the runtime would wait for ever: fail instead
+            async with anyio.create_task_group() as callers:
+                async with at.Runtime(grace=3.0) as runtime:
+                    refs = [await runtime.spawn(stubborn), await runtime.spawn(other)]
+                    for ref in refs:
+                        callers.start_soon(call, ref)
+                    await stubborn.started.wait()
+                    await other.started.wait()
+                    left_at = anyio.current_time()
+                # Both were waited for at once, for the grace only; their callers are answered.
+                assert anyio.current_time() - left_at == pytest.approx(3.0)
+    finally:
+        stubborn.release.set()
+        other.release.set()
     assert sorted(outcomes) == ["other", "stubborn"]
     abandoned = [r for r in caplog.records if r.getMessage() == "actor.abandoned"]
     assert sorted(r.__dict__["source"] for r in abandoned) == ["other", "stubborn"]
-    stubborn.release.set()
-    other.release.set()
     await anyio.wait_all_tasks_blocked()

@@ -191,17 +191,19 @@ async def test_children_stop_concurrently_in_about_one_childs_time() -> None:
 @pytest.mark.virtual_clock
 async def test_a_child_that_ignores_a_stop_is_waited_for_only_the_grace() -> None:
     stubborn = SlowToLeave("stubborn", None)
-    async with Runtime(grace=2.0) as runtime:
-        ref = await runtime.spawn(stubborn)
-        await anyio.wait_all_tasks_blocked()
-        started = anyio.current_time()
-        await runtime.stop(ref)
-        assert anyio.current_time() - started == pytest.approx(2.0)
-        assert runtime.children() == ()
-        assert not stubborn.left
-        with pytest.raises(at.UnavailableError):
-            await ref.call("echo", {})
-    stubborn.release.set()
+    try:
+        async with Runtime(grace=2.0) as runtime:
+            ref = await runtime.spawn(stubborn)
+            await anyio.wait_all_tasks_blocked()
+            started = anyio.current_time()
+            await runtime.stop(ref)
+            assert anyio.current_time() - started == pytest.approx(2.0)
+            assert runtime.children() == ()
+            assert not stubborn.left
+            with pytest.raises(at.UnavailableError):
+                await ref.call("echo", {})
+    finally:
+        stubborn.release.set()
     await anyio.wait_all_tasks_blocked()
     assert stubborn.left
 
@@ -209,13 +211,15 @@ async def test_a_child_that_ignores_a_stop_is_waited_for_only_the_grace() -> Non
 @pytest.mark.virtual_clock
 async def test_a_caller_past_its_deadline_waits_only_the_grace_for_a_stubborn_source() -> None:
     source = Scripted()
-    async with Runtime(grace=2.0) as runtime:
-        ref = await runtime.spawn(source, call_timeout=10.0)
-        started = anyio.current_time()
-        with pytest.raises(at.UnavailableError, match="did not stop at its deadline"):
-            await ref.call("stubborn", {})
-        assert anyio.current_time() - started == pytest.approx(12.0)
-        source.release.set()
+    try:
+        async with Runtime(grace=2.0) as runtime:
+            ref = await runtime.spawn(source, call_timeout=10.0)
+            started = anyio.current_time()
+            with pytest.raises(at.UnavailableError, match="did not stop at its deadline"):
+                await ref.call("stubborn", {})
+            assert anyio.current_time() - started == pytest.approx(12.0)
+    finally:
+        source.release.set()  # else the abandoned actor would outlive the test
 
 
 async def test_a_hosts_own_exception_leaves_the_runtime_as_itself() -> None:
