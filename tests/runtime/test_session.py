@@ -336,3 +336,24 @@ async def test_a_cancelled_caller_cancels_its_call_and_gets_no_result() -> None:
 def test_a_timeout_that_is_no_positive_number_is_a_clear_error(timeout: float) -> None:
     with pytest.raises(ValueError, match="timeout must be a positive number"):
         at.Session(at.assemble([], allow_all), approve=never_asked, timeout=timeout)
+
+
+@pytest.mark.parametrize("answer", ["yes", None, 1])
+async def test_an_approve_that_gives_no_bool_is_a_clear_error(answer: object) -> None:
+    source = Recording("db")
+
+    def approve(name: str, input: JsonObject) -> bool:
+        return answer  # type: ignore[return-value]
+
+    async with at.Session(policy_toolkit(source), approve=approve) as session:
+        with pytest.raises(TypeError, match=r"must give True .* or False"):
+            await session.call("db__write", {"id": 1})
+    assert source.calls == []
+
+
+async def test_a_session_and_the_toolkit_run_a_call_the_same_way() -> None:
+    source = Recording("db")
+    toolkit = policy_toolkit(source)
+    async with at.Session(toolkit, approve=never_asked) as session:
+        for name, input in [("db__read", {"id": 1}), ("db__nope", {}), ("read", {})]:
+            assert await session.call(name, input) == await toolkit.call(name, input)
