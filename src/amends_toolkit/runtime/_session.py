@@ -64,7 +64,8 @@ class Session:
         self._toolkit = toolkit
         self._options = CallOptions(approve=approve, timeout=timeout, on_error=on_error)
         self._scope: anyio.CancelScope | None = None
-        self._calls: set[anyio.CancelScope] = set()
+        # Made at the first call: an idle session costs no more than its cancel scope.
+        self._calls: set[anyio.CancelScope] | None = None
         self._state = "new"
 
     @property
@@ -88,7 +89,7 @@ class Session:
     ) -> bool:
         self._state = "closed"
         # Calls inside the block have ended by now; the ones left run in tasks outside it.
-        for scope in self._calls:
+        for scope in self._calls or ():
             scope.cancel()
         assert self._scope is not None  # entered
         return self._scope.__exit__(exc_type, exc, traceback)
@@ -103,7 +104,7 @@ class Session:
             self._state = "closed"
             return
         self._scope.cancel()
-        for scope in self._calls:
+        for scope in self._calls or ():
             scope.cancel()
 
     async def call(self, name: str, input: JsonValue) -> JsonValue:
@@ -126,11 +127,14 @@ class Session:
         if self._state == "closed":
             raise anyio.ClosedResourceError
         with anyio.CancelScope() as scope:
-            self._calls.add(scope)
+            if self._calls is None:
+                self._calls = set()
+            calls = self._calls
+            calls.add(scope)
             try:
                 return await run_tool(self._toolkit, name, input, self._options)
             finally:
-                self._calls.discard(scope)
+                calls.discard(scope)
         # Only the session cancels this scope: it closed while the call ran. Inside its block
         # the session's own cancellation is pending and ends the call; outside, nothing would.
         await anyio.lowlevel.checkpoint_if_cancelled()
