@@ -165,12 +165,9 @@ async def bench_hop(calls: int) -> None:
             return await rate(lambda: toolkit.call("bench__echo", INPUT), calls, callers)
 
         runs: dict[str, list[float]] = {"anyio": [], "asyncio": [], "routed": []}
-        for run in (
-            lambda: anyio_floor(calls, callers),
-            lambda: asyncio_floor(calls, callers),
-            routed,
-        ):
-            await run()  # warm up
+        await anyio_floor(calls, callers)  # warm up
+        await asyncio_floor(calls, callers)
+        await routed()
         for _ in range(3):
             runs["anyio"].append(await anyio_floor(calls, callers))
             runs["asyncio"].append(await asyncio_floor(calls, callers))

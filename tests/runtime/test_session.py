@@ -355,5 +355,10 @@ async def test_a_session_and_the_toolkit_run_a_call_the_same_way() -> None:
     source = Recording("db")
     toolkit = policy_toolkit(source)
     async with at.Session(toolkit, approve=never_asked) as session:
-        for name, input in [("db__read", {"id": 1}), ("db__nope", {}), ("read", {})]:
+        calls: list[tuple[str, JsonObject]] = [
+            ("db__read", {"id": 1}),
+            ("db__nope", {}),
+            ("read", {}),
+        ]
+        for name, input in calls:
             assert await session.call(name, input) == await toolkit.call(name, input)
