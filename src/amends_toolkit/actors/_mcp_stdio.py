@@ -87,6 +87,7 @@ class McpStdioSource:
         env: Mapping[str, str] | None,
         cwd: str | os.PathLike[str] | None,
         timeout: float,
+        end_timeout: float,
     ) -> None:
         self._name = name
         self._command = command
@@ -94,6 +95,7 @@ class McpStdioSource:
         self._env = dict(env) if env is not None else None
         self._cwd = cwd
         self._timeout = timeout
+        self._end_timeout = end_timeout
         self._live: _Live | None = None
 
     @property
@@ -156,6 +158,8 @@ class McpStdioSource:
                 env=self._env,
                 cwd=self._cwd,
                 write_timeout=self._timeout,
+                close_grace=self._end_timeout,
+                terminate_grace=self._end_timeout,
             ) as connection,
             anyio.create_task_group() as tasks,
         ):
@@ -257,6 +261,7 @@ def stdio(
     env: Mapping[str, str] | None = None,
     cwd: str | os.PathLike[str] | None = None,
     timeout: float = 60.0,
+    end_timeout: float = 2.0,
 ) -> McpStdioSource:
     """The source of an MCP server run as a subprocess, spoken to over its stdin and stdout.
 
@@ -275,6 +280,8 @@ def stdio(
         timeout: Seconds a discover or a call may take in all, the session's beginning
             included; past it the operation fails as ``UnavailableError`` and the server is
             told the request is cancelled.
+        end_timeout: Seconds each step of ending the process is waited for when the actor
+            stops: stdin closed, then SIGTERM, then SIGKILL.
 
     Raises:
         ValueError: an empty name or command, or a timeout that is not a positive number.
@@ -302,6 +309,19 @@ def stdio(
         or timeout <= 0
     ):
         raise ValueError("timeout must be a positive number of seconds, such as timeout=60.0")
+    if (
+        isinstance(end_timeout, bool)
+        or not isinstance(end_timeout, int | float)
+        or not math.isfinite(end_timeout)
+        or end_timeout <= 0
+    ):
+        raise ValueError("end_timeout must be a positive number of seconds, such as 2.0")
     return McpStdioSource(
-        name=name, command=command, args=args, env=env, cwd=cwd, timeout=float(timeout)
+        name=name,
+        command=command,
+        args=args,
+        env=env,
+        cwd=cwd,
+        timeout=float(timeout),
+        end_timeout=float(end_timeout),
     )
