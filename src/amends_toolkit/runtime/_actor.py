@@ -76,9 +76,8 @@ class Actor:
             if self._scope is not None:
                 self._scope.cancel()
             return
-        error = UnavailableError(source=self.name, message=_STOPPED)
         for request in self.mailbox.close(_STOPPED):
-            request.fail(error)
+            request.fail(UnavailableError(source=self.name, message=_STOPPED))
         for request in list(self._running):
             if request.scope is not None:
                 request.scope.cancel()
@@ -86,13 +85,10 @@ class Actor:
     def close(self, state: ActorState, why: str) -> None:
         """The actor is over: answer every request left, queued or running, and take no more."""
         self.state = state
-        error = UnavailableError(source=self.name, message=why)
-        for request in self.mailbox.close(why):
-            request.fail(error)
-        # Running requests are answered by their workers; these are left only when the
-        # supervisor abandons an actor whose source ignores cancellation.
-        for request in list(self._running):
-            request.fail(error)
+        # Running requests are answered by their workers; any left here belong to an actor
+        # whose source ignores cancellation, which the supervisor abandons.
+        for request in [*self.mailbox.close(why), *self._running]:
+            request.fail(UnavailableError(source=self.name, message=why))
 
     async def serve(self, source: ToolSource) -> None:
         """One incarnation: returns when stopped, raises what crashed it.
