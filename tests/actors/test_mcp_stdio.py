@@ -409,3 +409,21 @@ def test_a_bad_option_is_refused_with_the_fix(options: dict[str, object], error:
     arguments: dict[str, object] = {"name": "files", "command": "server", **options}
     with pytest.raises(error, match=r"such as|must"):
         at.mcp.stdio(**arguments)  # type: ignore[arg-type]
+
+
+@pytest.mark.anyio
+async def test_concurrent_first_calls_begin_the_session_once(stderr: Stderr) -> None:
+    async with spawned(scripted()) as source:
+        answers: list[object] = []
+
+        async def ask() -> None:
+            answers.append(await source.call("pid", {}))
+
+        async with anyio.create_task_group() as tasks:
+            for _ in range(10):
+                tasks.start_soon(ask)
+        assert len(answers) == 10
+        assert len({str(answer) for answer in answers}) == 1  # one process served them all
+    assert [line for line in stderr.lines if line.startswith("initialize offered")] == [
+        "initialize offered 2025-11-25"
+    ]
