@@ -124,8 +124,9 @@ class Tool:
         name: The model-facing name, unique in its toolkit.
         description: What the tool does, for the model.
         input_schema: The JSON Schema (object root) of its input.
-        needs_approval: ``True`` when a harness session must ask a person before each call,
-            or a function of the (checked) input that says so per call.
+        needs_approval: ``True`` when a person must approve each call (a Session asks;
+            ``toolkit.call`` refuses it unless the host says it approved), or a function of the
+            (checked) input that says so per call.
     """
 
     name: str
