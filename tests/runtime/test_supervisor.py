@@ -151,6 +151,11 @@ async def test_more_crashes_than_the_intensity_within_the_period_give_a_child_up
             await anyio.sleep(9)
         assert ref.statistics().state == "failed"
         assert ref.statistics().restarts == 1
+        with pytest.raises(
+            at.UnavailableError, match="last crash: OSError: the process died"
+        ) as raised:
+            await ref.call("echo", {})
+        assert "process died" not in raised.value.model_message
     assert heard == [ref]
 
 

@@ -297,7 +297,8 @@ class Runtime:
             actor.close("stopped", "the source is stopped")
             return
         _log.error("actor.given_up", source=actor.name, restarts=actor.restarts)
-        actor.close("failed", "the source gave up")
+        # For the host (a model reads UnavailableError's default words only): why it gave up.
+        actor.close("failed", f"the source gave up; its last crash: {_described(gave_up)}")
         if self._on_give_up is not None:
             try:
                 heard = self._on_give_up(child.ref, gave_up)
@@ -316,6 +317,13 @@ def _built(factory: SourceFactory, *, name: str | None = None) -> ToolSource:
     if name is not None and source.name != name:
         raise ValueError(f"the source built again is named {source.name!r}, not {name!r}")
     return source
+
+
+def _described(error: BaseException) -> str:
+    """A crash in a line, the one error inside a task group's group when there is one."""
+    while isinstance(error, BaseExceptionGroup) and len(error.exceptions) == 1:
+        error = error.exceptions[0]
+    return f"{type(error).__name__}: {error}"
 
 
 def _normal(error: BaseException) -> bool:
