@@ -26,6 +26,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Awaitable, Callable
+from contextlib import AsyncExitStack
 from pathlib import Path
 
 import anyio
@@ -95,6 +96,7 @@ async def main(calls: int, rounds: int) -> None:
             httpx2.AsyncClient(limits=httpx2.Limits(max_connections=32)) as client2,
             at.Runtime() as runtime,
             Client(url, mode="2026-07-28") as sdk,
+            AsyncExitStack() as stack,
         ):
 
             async def bare() -> object:
@@ -107,8 +109,11 @@ async def main(calls: int, rounds: int) -> None:
                 answer = await client.post(url, json=body, headers=HEADERS)
                 return answer.json()["result"]
 
+            # The bare sources run in their own lifespans (where their state lives), no actor.
             source = at.mcp.http(name="bench", url=url, client=client)
             source2 = at.mcp.http(name="bench", url=url, client=client2)
+            await stack.enter_async_context(source.lifespan())
+            await stack.enter_async_context(source2.lifespan())
             await source2.discover()
             ref = await runtime.spawn(at.mcp.http(name="bench", url=url, client=client))
             toolkit = at.assemble([at.Member(ref, await ref.discover())], lambda _, __: "allow")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import socket
 import threading
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Annotated, Literal, cast
 
@@ -235,10 +235,11 @@ async def test_tools_are_listed_with_their_hints_and_run(kind: Kind, mode: Mode)
 async def test_a_stateless_call_before_listing_learns_the_marks_from_32020(kind: Kind) -> None:
     async with served(kind, "stateless-json") as (client, recorder):
         source = at.mcp.http(name="demo", url=f"{BASE}/mcp", client=client)
-        assert await source.call("regional", {"region": " eu ", "q": "x"}) == {
-            "region": " eu ",
-            "q": "x",
-        }
+        async with source.lifespan():
+            assert await source.call("regional", {"region": " eu ", "q": "x"}) == {
+                "region": " eu ",
+                "q": "x",
+            }
     assert recorder.calls() == [
         "POST server/discover",
         "POST tools/call",
@@ -254,21 +255,22 @@ async def test_a_stateless_call_before_listing_learns_the_marks_from_32020(kind:
 async def test_a_session_the_server_ended_is_begun_again(kind: Kind) -> None:
     async with served(kind, "sessions-sse") as (client, recorder):
         source = at.mcp.http(name="demo", url=f"{BASE}/mcp", client=client)
-        await source.call("echo", {"text": "a"})
-        [session] = {h["mcp-session-id"] for _, m, _, h in recorder.seen if m == "tools/call"}
-        ended = await client.delete(
-            "/mcp", headers={"mcp-session-id": session, "mcp-protocol-version": "2025-11-25"}
-        )
-        assert ended.status_code == 200
-        assert await source.call("echo", {"text": "b"}) == {"result": "b"}
-    assert recorder.calls()[-4:] == [
-        "POST tools/call",
-        "POST initialize",
-        "POST notifications/initialized",
-        "POST tools/call",
-    ]
-    assert recorder.seen[-4][2] == 404
-    assert recorder.seen[-1][3]["mcp-session-id"] != session
+        async with source.lifespan():
+            await source.call("echo", {"text": "a"})
+            [session] = {h["mcp-session-id"] for _, m, _, h in recorder.seen if m == "tools/call"}
+            ended = await client.delete(
+                "/mcp", headers={"mcp-session-id": session, "mcp-protocol-version": "2025-11-25"}
+            )
+            assert ended.status_code == 200
+            assert await source.call("echo", {"text": "b"}) == {"result": "b"}
+            assert recorder.calls()[-4:] == [
+                "POST tools/call",
+                "POST initialize",
+                "POST notifications/initialized",
+                "POST tools/call",
+            ]
+            assert recorder.seen[-4][2] == 404
+            assert recorder.seen[-1][3]["mcp-session-id"] != session
 
 
 @pytest.mark.anyio
@@ -292,8 +294,9 @@ async def test_an_httpx2_client_failing_to_connect_is_unavailable() -> None:
         port = sock.getsockname()[1]
     async with httpx2.AsyncClient() as client:
         source = at.mcp.http(name="demo", url=f"http://127.0.0.1:{port}/mcp", client=client)
-        with pytest.raises(at.UnavailableError):
-            await source.discover()
+        async with source.lifespan():
+            with pytest.raises(at.UnavailableError):
+                await source.discover()
 
 
 @pytest.mark.anyio
@@ -358,10 +361,126 @@ async def test_a_blocking_tool_past_the_timeout_is_unavailable(uvicorn_url: str)
 async def test_a_cancelled_call_closes_its_response_stream(uvicorn_url: str) -> None:
     async with httpx.AsyncClient() as client:
         source = at.mcp.http(name="demo", url=uvicorn_url, client=client)
-        await source.discover()
-        with anyio.move_on_after(0.5):
-            await source.call("block", {})
-        assert await anyio.to_thread.run_sync(cancelled.wait, 5), (
-            "the server never saw the call end"
+        async with source.lifespan():
+            await source.discover()
+            with anyio.move_on_after(0.5):
+                await source.call("block", {})
+            assert await anyio.to_thread.run_sync(cancelled.wait, 5), (
+                "the server never saw the call end"
+            )
+            assert await source.call("echo", {"text": "after"}) == {"result": "after"}
+
+
+# The source as an actor: fresh state on restart, the session changed by messages.
+
+
+class Crashable:
+    """One ``at.mcp.http`` source, built once, in a lifespan that crashes when ``crash`` is set:
+    each incarnation enters the same source's lifespan again."""
+
+    def __init__(self, source: at.ToolSource) -> None:
+        self.source = source
+        self.name = source.name
+        self.crash = anyio.Event()
+        self.running = anyio.Event()
+
+    async def discover(self) -> Sequence[at.ToolDefinition]:
+        return await self.source.discover()
+
+    async def call(self, tool: str, input: at.JsonObject) -> at.JsonValue:
+        return await self.source.call(tool, input)
+
+    @asynccontextmanager
+    async def lifespan(self) -> AsyncIterator[None]:
+        self.crash = anyio.Event()
+
+        async def watch() -> None:
+            await self.crash.wait()
+            raise OSError("the lifespan crashed")
+
+        assert isinstance(self.source, at.runtime.Lifespan)
+        async with self.source.lifespan(), anyio.create_task_group() as tasks:
+            tasks.start_soon(watch)
+            self.running.set()
+            yield
+            tasks.cancel_scope.cancel()
+
+
+def session_ids(recorder: Recorder, method: str) -> list[str]:
+    return [h.get("mcp-session-id", "") for _, m, _, h in recorder.seen if m == method]
+
+
+@pytest.mark.anyio
+async def test_a_crash_of_the_lifespan_begins_a_new_session_at_the_server() -> None:
+    async with served("sdk", "sessions-sse") as (client, recorder):
+        source = Crashable(at.mcp.http(name="demo", url=f"{BASE}/mcp", client=client))
+        async with at.Runtime() as runtime:
+            ref = await runtime.spawn(source)
+            assert await ref.call("echo", {"text": "before"}) == {"result": "before"}
+            [before] = session_ids(recorder, "tools/call")
+            source.running = anyio.Event()
+            source.crash.set()
+            await source.running.wait()  # the next incarnation entered the same source
+            assert await ref.call("echo", {"text": "after"}) == {"result": "after"}
+            assert ref.statistics().restarts == 1
+            after = session_ids(recorder, "tools/call")[-1]
+    assert recorder.calls().count("POST initialize") == 2
+    assert after != before
+    # The crashed incarnation ended its session on the way out, the new one at the stop.
+    deleted = [h["mcp-session-id"] for verb, _, _, h in recorder.seen if verb == "DELETE"]
+    assert deleted == [before, after]
+
+
+class HoldEnded:
+    """Holds every request of the session ``ended`` until ``count`` of them have come."""
+
+    def __init__(self, app: ASGIApp, count: int) -> None:
+        self.app = app
+        self.count = count
+        self.ended: bytes | None = None
+        self.arrived = 0
+        self.all_arrived = anyio.Event()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        session = dict(scope["headers"]).get(b"mcp-session-id") if scope["type"] == "http" else None
+        if session is not None and session == self.ended:
+            self.arrived += 1
+            if self.arrived == self.count:
+                self.all_arrived.set()
+            await self.all_arrived.wait()
+        await self.app(scope, receive, send)
+
+
+@pytest.mark.anyio
+async def test_a_hundred_calls_that_meet_an_ended_session_begin_one_new_session() -> None:
+    app, starlette = build("sdk", "sessions-json")
+    hold = HoldEnded(app, 100)
+    recorder = Recorder(hold)
+    async with (
+        starlette.router.lifespan_context(starlette),
+        httpx.AsyncClient(transport=httpx.ASGITransport(app=recorder), base_url=BASE) as client,
+        at.Runtime() as runtime,
+    ):
+        ref = await runtime.spawn(
+            at.mcp.http(name="demo", url=f"{BASE}/mcp", client=client), max_concurrency=100
         )
-        assert await source.call("echo", {"text": "after"}) == {"result": "after"}
+        assert await ref.call("echo", {"text": "a"}) == {"result": "a"}
+        [ended] = session_ids(recorder, "tools/call")
+        gone = await client.delete(
+            "/mcp", headers={"mcp-session-id": ended, "mcp-protocol-version": "2025-11-25"}
+        )
+        assert gone.status_code == 200
+        hold.ended = ended.encode()
+        answers: list[at.JsonValue] = []
+
+        async def call(n: int) -> None:
+            answers.append(await ref.call("echo", {"text": str(n)}))
+
+        async with anyio.create_task_group() as tasks:
+            for n in range(100):
+                tasks.start_soon(call, n)
+        assert sorted(map(str, answers)) == sorted(str({"result": str(n)}) for n in range(100))
+    calls = session_ids(recorder, "tools/call")
+    assert calls.count(ended) == 101  # the first call, then each of the 100 met the end
+    assert recorder.calls().count("POST initialize") == 2
+    assert len(set(calls) - {ended}) == 1

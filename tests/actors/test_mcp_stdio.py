@@ -25,12 +25,13 @@ from amends_toolkit.protocols.mcp import _stdio
 SERVERS = Path(__file__).parent / "servers"
 
 
-def scripted(*args: str, timeout: float = 10.0) -> McpStdioSource:
+def scripted(*args: str, timeout: float = 10.0, end_timeout: float = 2.0) -> McpStdioSource:
     return at.mcp.stdio(
         name="scripted",
         command=sys.executable,
         args=[str(SERVERS / "scripted_stdio_server.py"), *args],
         timeout=timeout,
+        end_timeout=end_timeout,
     )
 
 
@@ -368,14 +369,13 @@ async def test_the_server_ends_when_its_stdin_closes_as_the_runtime_stops(
 
 
 @pytest.mark.anyio
-async def test_a_server_that_ignores_stdin_and_sigterm_is_killed(
-    stderr: Stderr, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(_stdio, "CLOSE_GRACE", 0.2)
-    monkeypatch.setattr(_stdio, "TERMINATE_GRACE", 0.2)
+async def test_a_server_that_ignores_stdin_and_sigterm_is_killed(stderr: Stderr) -> None:
     with anyio.fail_after(10):
-        async with spawned(scripted("stubborn")) as source:
+        async with spawned(scripted("stubborn", end_timeout=0.2)) as source:
             answer = await source.call("pid", {})
+            stopping = anyio.current_time()
+    # Three steps (stdin closed, SIGTERM, SIGKILL), each waited for at most end_timeout.
+    assert anyio.current_time() - stopping < 3 * 0.2 + 1.0
     assert isinstance(answer, dict)
     assert "ignoring SIGTERM" in stderr.lines
     assert not alive(int(str(answer["pid"])))
@@ -421,3 +421,21 @@ def test_a_bad_option_is_refused_with_the_fix(options: dict[str, object], error:
     arguments: dict[str, object] = {"name": "files", "command": "server", **options}
     with pytest.raises(error, match=r"such as|must"):
         at.mcp.stdio(**arguments)  # type: ignore[arg-type]
+
+
+@pytest.mark.anyio
+async def test_concurrent_first_calls_begin_the_session_once(stderr: Stderr) -> None:
+    async with spawned(scripted()) as source:
+        answers: list[object] = []
+
+        async def ask() -> None:
+            answers.append(await source.call("pid", {}))
+
+        async with anyio.create_task_group() as tasks:
+            for _ in range(10):
+                tasks.start_soon(ask)
+        assert len(answers) == 10
+        assert len({str(answer) for answer in answers}) == 1  # one process served them all
+    assert [line for line in stderr.lines if line.startswith("initialize offered")] == [
+        "initialize offered 2025-11-25"
+    ]

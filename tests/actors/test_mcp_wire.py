@@ -119,7 +119,7 @@ def session_server(handlers: dict[str, Handler]) -> Server:
 async def test_stateless_requests_carry_version_method_name_headers_and_meta() -> None:
     server = Server({"tools/call": lambda body, _: result(body, {"content": []})})
     src, client = source(server)
-    async with client:
+    async with client, src.lifespan():
         await src.call("é tool", {"text": "x"})
     assert server.methods() == ["POST server/discover", "POST tools/call"]
     for request, body in server.requests:
@@ -147,7 +147,7 @@ async def test_concurrent_first_calls_discover_the_era_once() -> None:
         {"server/discover": discover, "tools/call": lambda body, _: result(body, {"content": []})}
     )
     src, client = source(server)
-    async with client, anyio.create_task_group() as tg:
+    async with client, src.lifespan(), anyio.create_task_group() as tg:
         for _ in range(5):
             tg.start_soon(src.call, "echo", {})
         await anyio.wait_all_tasks_blocked()
@@ -190,13 +190,14 @@ async def test_a_server_that_does_not_answer_discover_is_spoken_to_in_a_session(
         }
     )
     src, client = source(server)
-    async with client:
+    async with client, src.lifespan():
         assert await src.call("echo", {}) == [{"type": "text", "text": "ok"}]
     assert server.methods() == [
         "POST server/discover",
         "POST initialize",
         "POST notifications/initialized",
         "POST tools/call",
+        "DELETE",
     ]
     init = server.requests[1]
     assert "mcp-session-id" not in init[0].headers
@@ -227,7 +228,7 @@ async def test_a_refusal_or_a_failure_of_discover_is_never_a_reason_to_fall_back
         {"server/discover": lambda body, _: error(body, -32601, "x", status, None)}, modern=False
     )
     src, client = source(server)
-    async with client:
+    async with client, src.lifespan():
         with pytest.raises(reason):
             await src.discover()
     assert server.methods() == ["POST server/discover"]
@@ -240,8 +241,9 @@ async def test_no_connection_is_unavailable_and_no_fallback() -> None:
 
     async with httpx.AsyncClient(transport=httpx.MockTransport(refuse)) as client:
         src = at.mcp.http(name="s", url=URL, client=client)
-        with pytest.raises(at.UnavailableError) as caught:
-            await src.discover()
+        async with src.lifespan():
+            with pytest.raises(at.UnavailableError) as caught:
+                await src.discover()
     assert "127.0.0.1" not in caught.value.model_message
 
 
@@ -257,7 +259,7 @@ async def test_a_32022_naming_2026_is_sent_again_and_stays_stateless() -> None:
 
     server = Server({"server/discover": discover})
     src, client = source(server)
-    async with client:
+    async with client, src.lifespan():
         await src.discover()
     assert server.methods() == ["POST server/discover", "POST server/discover", "POST tools/list"]
 
@@ -272,7 +274,7 @@ async def test_a_server_of_another_modern_version_only_is_unsupported() -> None:
         }
     )
     src, client = source(server)
-    async with client:
+    async with client, src.lifespan():
         with pytest.raises(at.UnsupportedError):
             await src.discover()
     assert "initialize" not in " ".join(server.methods())
@@ -299,14 +301,16 @@ async def test_a_session_ended_mid_turn_is_begun_again_once_and_the_request_rese
 
     server = session_server({"tools/call": call})
     src, client = source(server)
-    async with client:
+    async with client, src.lifespan():
         assert await src.call("echo", {}) == {"ok": True}
-    assert server.methods()[-4:] == [
+    assert server.methods()[-5:] == [
         "POST tools/call",
         "POST initialize",
         "POST notifications/initialized",
         "POST tools/call",
+        "DELETE",
     ]
+    assert server.requests[-2][0].headers["mcp-session-id"] == "sid-2"
     assert server.requests[-1][0].headers["mcp-session-id"] == "sid-2"
 
 
@@ -314,7 +318,7 @@ async def test_a_session_ended_mid_turn_is_begun_again_once_and_the_request_rese
 async def test_a_session_ended_twice_in_one_request_is_unavailable() -> None:
     server = session_server({"tools/call": lambda body, _: httpx.Response(404)})
     src, client = source(server)
-    async with client:
+    async with client, src.lifespan():
         with pytest.raises(at.UnavailableError):
             await src.call("echo", {})
     assert server.methods().count("POST initialize") == 2
@@ -343,7 +347,7 @@ async def test_a_servers_ping_is_answered_and_other_requests_refused_in_a_sessio
 
     server = session_server({"tools/call": call})
     src, client = source(server)
-    async with client:
+    async with client, src.lifespan():
         assert await src.call("echo", {}) == [{"type": "text", "text": "done"}]
     answers = [body for _, body in server.requests if body is not None and "method" not in body]
     assert answers == [
@@ -376,7 +380,7 @@ async def test_a_broken_session_stream_is_resumed_with_get_and_last_event_id_aft
 
     server = session_server({"tools/call": call, "GET": get})
     src, client = source(server)
-    async with client:
+    async with client, src.lifespan():
         assert await src.call("echo", {}) == []
     assert resumed_at[0] - started[0] >= 2.5
 
@@ -392,7 +396,7 @@ async def test_a_stateless_stream_that_ends_without_the_answer_is_unavailable() 
         }
     )
     src, client = source(server)
-    async with client:
+    async with client, src.lifespan():
         with pytest.raises(at.UnavailableError):
             await src.call("echo", {})
     assert "GET" not in server.methods()
@@ -423,16 +427,18 @@ async def test_ending_the_session_is_bounded_and_runs_when_cancelled() -> None:
     server = session_server(
         {"tools/call": lambda body, _: result(body, {"content": []}), "DELETE": never}
     )
-    src, client = source(server)
+    client = httpx.AsyncClient(transport=httpx.MockTransport(server))
+    src = at.mcp.http(name="s", url=URL, client=client, end_timeout=3.0)
     async with client:
         with anyio.CancelScope() as scope:
             async with src.lifespan():
                 await src.call("echo", {})
                 scope.cancel()
+                cancelled_at = anyio.current_time()
                 await anyio.sleep(1)
-        before = anyio.current_time()
+        # The DELETE is never answered: the lifespan waited end_timeout for it, not longer.
+        assert anyio.current_time() - cancelled_at == pytest.approx(3.0)
     assert "DELETE" in server.methods()
-    assert anyio.current_time() - before <= 5.0 + 0.1
 
 
 # Responses
@@ -460,7 +466,7 @@ async def test_sse_with_other_messages_comments_and_cr_framing_is_read() -> None
 
     server = Server({"tools/call": call})
     src, client = source(server)
-    async with client:
+    async with client, src.lifespan():
         assert await src.call("echo", {}) == {"a": 1}
 
 
@@ -481,7 +487,7 @@ async def test_tools_are_listed_over_every_page_by_cursor() -> None:
         return result(body, page)
 
     src, client = source(Server({"tools/list": tools}))
-    async with client:
+    async with client, src.lifespan():
         assert [d.name for d in await src.discover()] == ["a", "b", "c", "d"]
     assert cursors == [None, "", "p3"]
 
@@ -492,7 +498,7 @@ async def test_a_cursor_given_twice_is_an_invalid_response() -> None:
         {"tools/list": lambda body, _: result(body, {"tools": [], "nextCursor": "same"})}
     )
     src, client = source(server)
-    async with client:
+    async with client, src.lifespan():
         with pytest.raises(at.InvalidResponseError):
             await src.discover()
 
@@ -547,7 +553,7 @@ async def test_every_status_of_a_call_is_a_reason(
         }
     )
     src, client = source(server)
-    async with client:
+    async with client, src.lifespan():
         with pytest.raises(reason) as caught:
             await src.call("echo", {})
     assert type(caught.value) is reason
@@ -580,7 +586,7 @@ async def test_every_error_code_of_a_call_is_a_reason(
         {"tools/call": lambda body, _: error(body, code, message, 400 if code != -32000 else 200)}
     )
     src, client = source(server)
-    async with client:
+    async with client, src.lifespan():
         with pytest.raises(reason) as caught:
             await src.call("echo", {})
     assert type(caught.value) is reason
@@ -618,7 +624,7 @@ async def test_every_error_code_of_a_call_is_a_reason(
 async def test_garbage_bodies_are_invalid_responses(answer: httpx.Response) -> None:
     server = Server({"tools/call": lambda body, _: answer})
     src, client = source(server)
-    async with client:
+    async with client, src.lifespan():
         with pytest.raises(at.InvalidResponseError):
             await src.call("echo", {})
 
@@ -627,7 +633,7 @@ async def test_garbage_bodies_are_invalid_responses(answer: httpx.Response) -> N
 async def test_a_tools_list_that_is_garbage_is_an_invalid_response() -> None:
     server = Server({"tools/list": lambda body, _: result(body, {"tools": "many"})})
     src, client = source(server)
-    async with client:
+    async with client, src.lifespan():
         with pytest.raises(at.InvalidResponseError):
             await src.discover()
 
@@ -641,7 +647,7 @@ async def test_a_server_that_never_answers_is_unavailable_after_the_timeout() ->
 
     server = Server({"tools/call": never})
     src, client = source(server, timeout=30.0)
-    async with client:
+    async with client, src.lifespan():
         before = anyio.current_time()
         with pytest.raises(at.UnavailableError):
             await src.call("echo", {})
@@ -671,7 +677,7 @@ async def test_a_result_is_structured_content_when_present_else_the_blocks(
     value: JsonObject, expected: JsonValue
 ) -> None:
     src, client = source(Server({"tools/call": lambda body, _: result(body, value)}))
-    async with client:
+    async with client, src.lifespan():
         assert await src.call("echo", {}) == expected
 
 
@@ -685,7 +691,7 @@ async def test_is_error_is_a_failed_call_with_the_tools_text() -> None:
         ],
     }
     src, client = source(Server({"tools/call": lambda body, _: result(body, value)}))
-    async with client:
+    async with client, src.lifespan():
         with pytest.raises(at.CallFailedError) as caught:
             await src.call("echo", {})
     assert caught.value.model_message == "no such city"
@@ -700,7 +706,7 @@ async def test_input_required_that_asks_for_input_is_unsupported() -> None:
     }
     server = Server({"tools/call": lambda body, _: result(body, value)})
     src, client = source(server)
-    async with client:
+    async with client, src.lifespan():
         with pytest.raises(at.UnsupportedError):
             await src.call("echo", {})
     assert server.methods().count("POST tools/call") == 1
@@ -719,7 +725,7 @@ async def test_input_required_with_only_request_state_is_resent_with_it() -> Non
 
     server = Server({"tools/call": call})
     src, client = source(server)
-    async with client:
+    async with client, src.lifespan():
         assert await src.call("echo", {"text": "x"}) == [{"type": "text", "text": "done"}]
     calls = [body for _, body in server.requests if body and body["method"] == "tools/call"]
     assert [cast(JsonObject, b["params"]).get("requestState") for b in calls] == [None, "s1", "s2"]
@@ -738,7 +744,7 @@ async def test_input_required_resent_without_end_is_unsupported() -> None:
         }
     )
     src, client = source(server)
-    async with client:
+    async with client, src.lifespan():
         with pytest.raises(at.UnsupportedError):
             await src.call("echo", {})
     assert server.methods().count("POST tools/call") == 11
@@ -763,7 +769,7 @@ async def test_hints_are_carried_and_left_out_when_absent() -> None:
         {"name": "c", "inputSchema": {"type": "object"}},
     ]
     src, client = source(Server({"tools/list": lambda body, _: result(body, {"tools": tools})}))
-    async with client:
+    async with client, src.lifespan():
         a, b, c = await src.discover()
     assert a.annotations == at.Annotations(
         title="A", read_only=True, destructive=False, idempotent=True, open_world=False
@@ -804,7 +810,7 @@ async def test_marked_parameters_are_sent_as_mcp_param_headers_after_listing() -
         }
     )
     src, client = source(server)
-    async with client:
+    async with client, src.lifespan():
         await src.discover()
         await src.call(
             "route",
@@ -843,7 +849,7 @@ async def test_a_source_that_has_not_listed_sends_no_marks_and_on_32020_lists_an
         }
     )
     src, client = source(server)
-    async with client:
+    async with client, src.lifespan():
         assert await src.call("route", {"region": "eu"}) == {"region": "eu"}
     assert server.methods() == [
         "POST server/discover",
@@ -857,7 +863,7 @@ async def test_a_source_that_has_not_listed_sends_no_marks_and_on_32020_lists_an
 async def test_a_32020_with_the_same_headers_is_not_resent() -> None:
     server = Server({"tools/call": lambda body, _: error(body, -32020, "Header mismatch", 400)})
     src, client = source(server)
-    async with client:
+    async with client, src.lifespan():
         with pytest.raises(at.InvalidResponseError):
             await src.call("echo", {})
     assert server.methods() == ["POST server/discover", "POST tools/call", "POST tools/list"]
@@ -867,7 +873,7 @@ async def test_a_32020_with_the_same_headers_is_not_resent() -> None:
 async def test_a_tool_gone_from_the_listing_after_32020_is_not_found() -> None:
     server = Server({"tools/call": lambda body, _: error(body, -32020, "Header mismatch", 400)})
     src, client = source(server)
-    async with client:
+    async with client, src.lifespan():
         with pytest.raises(at.NotFoundError):
             await src.call("gone", {})
 
@@ -896,7 +902,7 @@ async def test_a_tool_with_an_invalid_mark_is_left_out_of_discover_with_a_warnin
     server = Server({"tools/list": lambda body, _: result(body, {"tools": [bad, ECHO]})})
     src, client = source(server)
     caplog.set_level(logging.WARNING)
-    async with client:
+    async with client, src.lifespan():
         assert [d.name for d in await src.discover()] == ["echo"]
         with pytest.raises(at.NotFoundError):
             await src.call("bad", {})
@@ -936,7 +942,7 @@ async def test_a_tool_with_an_invalid_mark_is_left_out_of_discover_with_a_warnin
 async def test_marks_out_of_reach_or_repeated_make_the_tool_invalid(schema: JsonObject) -> None:
     bad: JsonObject = {"name": "bad", "inputSchema": schema}
     src, client = source(Server({"tools/list": lambda body, _: result(body, {"tools": [bad]})}))
-    async with client:
+    async with client, src.lifespan():
         assert await src.discover() == []
 
 
@@ -956,7 +962,7 @@ async def test_a_session_lists_marked_tools_as_they_are_and_sends_no_marks() -> 
         }
     )
     src, client = source(server)
-    async with client:
+    async with client, src.lifespan():
         assert [d.name for d in await src.discover()] == ["bad", "route"]
         await src.call("route", {"region": "eu"})
     call = next(r for r, b in server.requests if b and b.get("method") == "tools/call")

@@ -80,7 +80,7 @@ async def test_a_model_finds_and_runs_an_mcp_servers_tools_through_search() -> N
             assert asked == []
             call: JsonObject = {"name": "pets__delete_pet", "input": {"id": 7}}
             assert await session.call("tool_call", call) == await toolkit.call(
-                "pets__delete_pet", {"id": 7}
+                "pets__delete_pet", {"id": 7}, approved=True
             )
             assert asked == [("tool_call", call)]
             listed = await session.call("tool_call", {"name": "pets__list_pets", "input": {}})

@@ -84,3 +84,60 @@ class Crashing(Scripted):
                 tasks.cancel_scope.cancel()
         finally:
             self.left += 1
+
+
+class Ending(Scripted):
+    """A source whose lifespan ends by itself, normally (``NormalExit``) when ``end`` is set, or
+    by a crash when ``crash`` is set; it counts its incarnations."""
+
+    def __init__(self) -> None:
+        super().__init__("ending")
+        self.end = anyio.Event()
+        self.crash = anyio.Event()
+        self.entered = 0
+
+    @asynccontextmanager
+    async def lifespan(self) -> AsyncIterator[None]:
+        self.entered += 1
+        self.end, self.crash = anyio.Event(), anyio.Event()
+
+        async def watch() -> None:
+            async with anyio.create_task_group() as either:
+
+                async def ended() -> None:
+                    await self.end.wait()
+                    raise at.runtime.NormalExit
+
+                async def crashed() -> None:
+                    await self.crash.wait()
+                    raise OSError("the process died")
+
+                either.start_soon(ended)
+                either.start_soon(crashed)
+
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(watch)
+            yield
+            tasks.cancel_scope.cancel()
+
+
+class SlowToLeave(Scripted):
+    """A source whose lifespan takes ``seconds`` to leave (shielded, as a bounded cleanup is),
+    or never leaves until ``release`` is set when ``seconds`` is None."""
+
+    def __init__(self, name: str, seconds: float | None) -> None:
+        super().__init__(name)
+        self.seconds = seconds
+        self.left = False
+
+    @asynccontextmanager
+    async def lifespan(self) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            with anyio.CancelScope(shield=True):
+                if self.seconds is None:
+                    await self.release.wait()
+                else:
+                    await anyio.sleep(self.seconds)
+            self.left = True

@@ -253,8 +253,9 @@ async def test_spawn_needs_an_entered_runtime() -> None:
 async def test_a_stopped_actor_is_stopped_once_and_answers_unavailable() -> None:
     async with Runtime() as runtime:
         ref = await runtime.spawn(Scripted())
-        await ref.stop()
-        await ref.stop()
+        await runtime.stop(ref)
+        await runtime.stop(ref)
         assert ref.statistics().state == "stopped"
+        assert runtime.children() == ()
         with pytest.raises(at.UnavailableError):
             await ref.call("echo", {})

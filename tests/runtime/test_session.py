@@ -383,3 +383,29 @@ async def test_a_listener_that_fails_does_not_fail_the_call() -> None:
         at.source_toolkit(Reporting(), [define("work")]), approve=never_asked, on_progress=broken
     ) as session:
         assert await session.call("work", {}) == {"listened": True}
+
+
+@pytest.mark.parametrize("answer", ["yes", None, 1])
+async def test_an_approve_that_gives_no_bool_is_a_clear_error(answer: object) -> None:
+    source = Recording("db")
+
+    def approve(name: str, input: JsonObject) -> bool:
+        return answer  # type: ignore[return-value]
+
+    async with at.Session(policy_toolkit(source), approve=approve) as session:
+        with pytest.raises(TypeError, match=r"must give True .* or False"):
+            await session.call("db__write", {"id": 1})
+    assert source.calls == []
+
+
+async def test_a_session_and_the_toolkit_run_a_call_the_same_way() -> None:
+    source = Recording("db")
+    toolkit = policy_toolkit(source)
+    async with at.Session(toolkit, approve=never_asked) as session:
+        calls: list[tuple[str, JsonObject]] = [
+            ("db__read", {"id": 1}),
+            ("db__nope", {}),
+            ("read", {}),
+        ]
+        for name, input in calls:
+            assert await session.call(name, input) == await toolkit.call(name, input)

@@ -89,7 +89,12 @@ async def test_an_open_schema_takes_any_object_but_nothing_else() -> None:
 async def test_an_unknown_name_is_a_not_found_result() -> None:
     toolkit = one_tool(Untouchable("s"))
     assert await toolkit.call("s__other", {}) == failure("NotFoundError", "There is no such tool.")
-    assert await toolkit.call("tool", {}) == failure("NotFoundError", "There is no such tool.")
+    assert await toolkit.call("tool", {}) == failure(
+        "NotFoundError", "There is no such tool. Did you mean s__tool?"
+    )
+    assert await toolkit.call("S__TOOL", {}) == failure(
+        "NotFoundError", "There is no such tool. Did you mean s__tool?"
+    )
 
 
 @pytest.mark.parametrize("reason", sorted(REASONS))
@@ -323,3 +328,36 @@ async def test_a_handler_that_unwraps_another_toolkit_keeps_the_error_behind_it(
     result = await outer.invoke("proxy", {})
     assert result.value == await inner.call("s__tool", {})
     assert result.error is error
+
+
+async def test_a_tool_that_needs_approval_is_refused_where_nobody_is_asked() -> None:
+    source = Recording("db")
+    toolkit = at.assemble([at.Member(source, [define("write")])], lambda _, __: "approve")
+    refusal = at.Failure.from_json(await toolkit.call("db__write", {}))
+    assert refusal is not None
+    assert refusal.code == "ApprovalRequired"
+    assert "run it in a Session" in refusal.message
+    assert (await toolkit.invoke("db__write", {})).failure == refusal
+    with pytest.raises(at.Failure) as raised:
+        await at.presentation.call(toolkit, "db__write", {})
+    assert raised.value.code == "ApprovalRequired"
+    assert source.calls == []
+    # The host says it approved the call: it runs.
+    assert await toolkit.call("db__write", {}, approved=True) == {
+        "source": "db",
+        "tool": "write",
+        "input": {},
+    }
+    await at.presentation.call(toolkit, "db__write", {}, approved=True)
+    assert len(source.calls) == 2
+
+
+def test_an_async_decide_is_a_clear_error_naming_the_fix() -> None:
+    async def decide(source: str, definition: at.ToolDefinition) -> at.Decision:
+        return "allow"
+
+    member = at.Member(Recording("db"), [define("read")])
+    with pytest.raises(TypeError, match="not async def"):
+        at.assemble([member], decide)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="not async def"):
+        at.assemble([member], lambda s, d: decide(s, d))  # type: ignore[arg-type,return-value]

@@ -5,10 +5,12 @@ It speaks the stateless protocol of 2026-07-28 to a server that does, which it f
 begun with ``initialize`` (2025-11-25, 2025-06-18, 2025-03-26 or 2024-11-05). It lists tools with
 ``tools/list`` and runs them with ``tools/call`` and does nothing else of MCP.
 
-Its state (the era found, the session, the header marks it last listed) belongs to the source and
-is changed only by its own methods; era discovery and beginning a session run under one lock,
-so concurrent first calls discover once. The actor that runs it holds :meth:`lifespan`, whose end
-ends the session with DELETE (bounded and shielded).
+Its state (the era found, the session, the header marks it last listed) is built fresh each time
+:meth:`McpHttpSource.lifespan` is entered (each incarnation of its actor) and changes only by
+messages one task handles in order (a ``StateLoop``): finding the era, beginning the session,
+renewing it after the server ended it, taking a listing's marks. So no lock guards it, and
+concurrent calls that all need the era, or all meet the session's end, ask the server once. When
+the lifespan ends, after that task, the session is ended with DELETE (bounded and shielded).
 """
 
 from __future__ import annotations
@@ -73,6 +75,7 @@ from amends_toolkit.protocols.mcp._results import (
     read_call_result,
     resend_delay,
 )
+from amends_toolkit.runtime import StateLoop
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
@@ -88,8 +91,6 @@ _T = TypeVar("_T")
 Era = Literal["modern", "session"]
 _Relay: TypeAlias = "Callable[[Notification], Awaitable[None]]"
 
-END_SESSION_TIMEOUT: Final = 5.0
-"""The longest the source waits for its DELETE when it stops (never longer than ``timeout``)."""
 _VISIBLE_ASCII: Final = frozenset(range(0x21, 0x7F))
 
 
@@ -105,19 +106,60 @@ class _Session:
         return headers
 
 
+# The messages that change an incarnation's state, handled one at a time by its StateLoop.
+
+
+@attrs.frozen
+class _FindEra:
+    """Find the server's era, unless it is known."""
+
+
+@attrs.frozen
+class _Begin:
+    """Begin a session, unless one is begun."""
+
+
+@attrs.frozen
+class _Renew:
+    """The server ended ``ended``: begin another, unless another call did already."""
+
+    ended: _Session = attrs.field(eq=False)
+
+
+@attrs.frozen
+class _Listed:
+    """A listing's header marks, and the tools it left out with why."""
+
+    marks: dict[str, tuple[HeaderMark, ...]] = attrs.field(eq=False)
+    rejected: dict[str, str] = attrs.field(eq=False)
+
+
+_Message: TypeAlias = _FindEra | _Begin | _Renew | _Listed
+
+
+@attrs.define(kw_only=True, eq=False)
+class _Live:
+    """What one incarnation learned; only its loop's handler changes it."""
+
+    loop: StateLoop[_Message]
+    ids: itertools.count[int] = attrs.field(factory=lambda: itertools.count(1))
+    era: Era | None = None
+    session: _Session | None = None
+    marks: dict[str, tuple[HeaderMark, ...]] | None = None
+    rejected: dict[str, str] = attrs.field(factory=dict)
+
+
 class McpHttpSource:
     """An MCP server over Streamable HTTP as a tool source; build it with ``at.mcp.http``."""
 
-    def __init__(self, *, name: str, url: str, client: HttpClient, timeout: float) -> None:
+    def __init__(
+        self, *, name: str, url: str, client: HttpClient, timeout: float, end_timeout: float
+    ) -> None:
         self._name = name
         self._timeout = timeout
+        self._end_timeout = min(timeout, end_timeout)
         self._wire = HttpWire(client=client, url=url, timeout=timeout)
-        self._lock = anyio.Lock()
-        self._ids = itertools.count(1)
-        self._era: Era | None = None
-        self._session: _Session | None = None
-        self._marks: dict[str, tuple[HeaderMark, ...]] | None = None
-        self._rejected: dict[str, str] = {}
+        self._live: _Live | None = None
 
     @property
     def name(self) -> str:
@@ -141,7 +183,8 @@ class McpHttpSource:
 
         Cancellation stops the request and closes its response stream.
         """
-        return await self._bounded("tools/list", self._list_tools)
+        live = self._running()
+        return await self._bounded("tools/list", lambda: self._list_tools(live))
 
     async def call(self, tool: str, input: JsonObject) -> JsonValue:
         """Run a tool: its structured content when it gave some, else its content blocks.
@@ -156,19 +199,70 @@ class McpHttpSource:
 
         Cancellation stops the call and closes its response stream.
         """
-        return await self._bounded("tools/call", lambda: self._call(tool, input))
+        live = self._running()
+        return await self._bounded("tools/call", lambda: self._call(live, tool, input))
 
     @asynccontextmanager
     async def lifespan(self) -> AsyncIterator[None]:
-        """Held while the actor runs; at its end a session the source began is ended (DELETE).
+        """Held while the actor runs: the source's state lives as long as it is held.
 
-        The DELETE is bounded and shielded, so it runs even when the actor is cancelled, and a
-        failure of it is only logged.
+        Entering it starts from nothing known (era, session, marks); leaving it ends a session
+        the source began (DELETE), bounded by ``end_timeout`` and shielded, so it runs even when
+        the actor is cancelled, and a failure of it is only logged.
+
+        Raises:
+            RuntimeError: it is held already (one source, one actor).
         """
+        if self._live is not None:
+            raise RuntimeError(
+                f"the MCP source {self._name!r} is running already: spawn a source once"
+            )
+        live = _Live(loop=StateLoop(lambda message: self._handle(live, message), name=self._name))
         try:
-            yield
+            async with anyio.create_task_group() as tasks:
+                await tasks.start(live.loop.run)
+                self._live = live
+                try:
+                    yield
+                finally:
+                    self._live = None
+                    tasks.cancel_scope.cancel()
         finally:
-            await self._end_session()
+            # The loop has stopped: ending the session is the incarnation's last change.
+            await self._end_session(live)
+
+    def _running(self) -> _Live:
+        live = self._live
+        if live is None:
+            raise RuntimeError(
+                f"the MCP source {self._name!r} is not running: spawn it on an at.Runtime "
+                "(or hold `async with source.lifespan():` around its use)"
+            )
+        return live
+
+    async def _handle(self, live: _Live, message: _Message) -> object:
+        """Handle one message that changes the incarnation's state (only its loop calls it).
+
+        Each is bounded by ``timeout``, since every later message waits for it.
+        """
+        if isinstance(message, _Listed):
+            live.marks, live.rejected = message.marks, message.rejected
+            return None
+        with anyio.move_on_after(self._timeout):
+            if isinstance(message, _FindEra):
+                if live.era is None:
+                    live.era = await self._find_era(live)
+                    _log.info("mcp.era_found", source=self._name, era=live.era)
+                return live.era
+            if isinstance(message, _Renew) and live.session is message.ended:
+                _log.info("mcp.session_lost", source=self._name)
+                live.session = None
+            if live.session is None:
+                live.session = await self._begin_session(live)
+            return live.session
+        raise UnavailableError(
+            source=self._name, message=f"no answer within {self._timeout} seconds"
+        )
 
     async def _bounded(self, method: str, operation: Callable[[], Awaitable[_T]]) -> _T:
         """Run an operation under the source's ``timeout``, its protocol failures as reasons.
@@ -191,21 +285,20 @@ class McpHttpSource:
 
     # Eras and sessions.
 
-    async def _ensure_era(self) -> Era:
-        if self._era is None:
-            async with self._lock:
-                if self._era is None:
-                    self._era = await self._find_era()
-                    _log.info("mcp.era_found", source=self._name, era=self._era)
-        return self._era
+    async def _ensure_era(self, live: _Live) -> Era:
+        if live.era is not None:
+            return live.era
+        era = await live.loop.ask(_FindEra())
+        assert era in ("modern", "session")  # the handler gives one
+        return era
 
-    async def _find_era(self) -> Era:
+    async def _find_era(self, live: _Live) -> Era:
         """Ask ``server/discover``; only a result or a -32022 naming 2026-07-28 is that era.
 
         A refusal, a 5xx, a timeout or no connection is a failure, never a reason to fall back.
         """
         for attempt in range(2):
-            message = request(next(self._ids), "server/discover", {"_meta": modern_meta()})
+            message = request(next(live.ids), "server/discover", {"_meta": modern_meta()})
             try:
                 answer = await self._wire.post(message, headers=_modern_headers("server/discover"))
             except ProtocolError:
@@ -243,23 +336,18 @@ class McpHttpSource:
             source=self._name, message="the server speaks no version of MCP this source speaks"
         )
 
-    async def _ensure_session(self) -> _Session:
-        if self._session is None:
-            async with self._lock:
-                if self._session is None:
-                    self._session = await self._begin_session()
-        return self._session
+    async def _ensure_session(self, live: _Live) -> _Session:
+        if live.session is not None:
+            return live.session
+        return await self._asked_session(live, _Begin())
 
-    async def _renew_session(self, ended: _Session) -> _Session:
-        async with self._lock:
-            # Concurrent calls may all see the end: only the first begins another.
-            if self._session is ended or self._session is None:
-                _log.info("mcp.session_lost", source=self._name)
-                self._session = await self._begin_session()
-            return self._session
+    async def _asked_session(self, live: _Live, message: _Begin | _Renew) -> _Session:
+        session = await live.loop.ask(message)
+        assert isinstance(session, _Session)  # the handler gives one
+        return session
 
-    async def _begin_session(self) -> _Session:
-        message = request(next(self._ids), "initialize", initialize_params())
+    async def _begin_session(self, live: _Live) -> _Session:
+        message = request(next(live.ids), "initialize", initialize_params())
         answer = await self._wire.post(message, headers={})
         result = self._result(answer, "initialize")
         version = result.get("protocolVersion")
@@ -284,11 +372,11 @@ class McpHttpSource:
         _log.info("mcp.session_begun", source=self._name, version=version)
         return session
 
-    async def _end_session(self) -> None:
-        session, self._session = self._session, None
+    async def _end_session(self, live: _Live) -> None:
+        session, live.session = live.session, None
         if session is None or session.id is None:
             return
-        with anyio.move_on_after(min(self._timeout, END_SESSION_TIMEOUT), shield=True):
+        with anyio.move_on_after(self._end_timeout, shield=True):
             try:
                 status = await self._wire.delete(session.headers())
             except Unreachable as error:
@@ -324,6 +412,7 @@ class McpHttpSource:
 
     async def _send(
         self,
+        live: _Live,
         method: str,
         params: JsonObject,
         *,
@@ -336,18 +425,18 @@ class McpHttpSource:
         In a session, a 404 ends it: another is begun once and the request sent again.
         Notifications before the answer go to ``relay``.
         """
-        if await self._ensure_era() == "modern":
+        if await self._ensure_era(live) == "modern":
             meta = params.get("_meta")
             meta = {**meta, **modern_meta()} if isinstance(meta, dict) else modern_meta()
-            message = request(next(self._ids), method, {**params, "_meta": meta})
+            message = request(next(live.ids), method, {**params, "_meta": meta})
             headers = _modern_headers(method, name=name, marks=marks)
             on_message = None if relay is None else functools.partial(self._on_message, None, relay)
             answer = await self._wire.post(message, headers=headers, on_request=on_message)
             return self._reply(answer, method)
-        session = await self._ensure_session()
+        session = await self._ensure_session(live)
         for attempt in range(2):
             current = session
-            id_ = next(self._ids)
+            id_ = next(live.ids)
             try:
                 answer = await self._wire.post(
                     request(id_, method, params),
@@ -363,7 +452,7 @@ class McpHttpSource:
             if answer.status != 404 or current.id is None:
                 return self._reply(answer, method)
             if attempt == 0:
-                session = await self._renew_session(current)
+                session = await self._asked_session(live, _Renew(current))
         raise UnavailableError(
             source=self._name, message=f"{method}: the server ended the session twice"
         )
@@ -372,7 +461,7 @@ class McpHttpSource:
         message = notification(
             "notifications/cancelled", {"requestId": id_, "reason": "the caller left"}
         )
-        with anyio.move_on_after(min(self._timeout, END_SESSION_TIMEOUT), shield=True):
+        with anyio.move_on_after(self._end_timeout, shield=True):
             try:
                 await self._wire.post(message, headers=session.headers())
             except Unreachable as error:
@@ -404,42 +493,43 @@ class McpHttpSource:
 
     # Tools.
 
-    async def _list_tools(self) -> list[ToolDefinition]:
-        listed, self._rejected = await list_tools(
+    async def _list_tools(self, live: _Live) -> list[ToolDefinition]:
+        listed, rejected = await list_tools(
             self._name,
-            functools.partial(self._result_of, "tools/list"),
-            check_marks=await self._ensure_era() == "modern",
+            functools.partial(self._result_of, live, "tools/list"),
+            check_marks=await self._ensure_era(live) == "modern",
         )
-        self._marks = {name: tool.marks for name, tool in listed.items()}
+        marks = {name: tool.marks for name, tool in listed.items()}
+        await live.loop.ask(_Listed(marks=marks, rejected=rejected))
         return [tool.definition for tool in listed.values()]
 
-    async def _result_of(self, method: str, params: JsonObject) -> JsonObject:
-        reply = await self._send(method, params)
+    async def _result_of(self, live: _Live, method: str, params: JsonObject) -> JsonObject:
+        reply = await self._send(live, method, params)
         if isinstance(reply, ErrorResponse):
             raise error_for_rpc(self._name, reply, method=method)
         return reply.result
 
-    def _headers_for(self, tool: str, arguments: JsonObject) -> dict[str, str]:
+    def _headers_for(self, live: _Live, tool: str, arguments: JsonObject) -> dict[str, str]:
         # A source that has not listed sends no marks; the server's -32020 makes it list.
-        if self._marks is None:
+        if live.marks is None:
             return {}
-        return param_headers(self._marks.get(tool, ()), arguments)
+        return param_headers(live.marks.get(tool, ()), arguments)
 
-    async def _call(self, tool: str, arguments: JsonObject) -> JsonValue:
-        if tool in self._rejected:
+    async def _call(self, live: _Live, tool: str, arguments: JsonObject) -> JsonValue:
+        if tool in live.rejected:
             raise NotFoundError(
                 source=self._name,
-                message=f"{tool} was left out of discover: {self._rejected[tool]}",
+                message=f"{tool} was left out of discover: {live.rejected[tool]}",
             )
         # Progress is asked of the server only when someone listens (none asked, none kept).
         token: int | None = None
         relay: _Relay | None = None
         if (on_progress := listener()) is not None:
-            token = next(self._ids)
+            token = next(live.ids)
             relay = progress_relay(on_progress, token)
         state: str | None = None
         for attempt in range(MAX_RESENDS + 1):
-            result = await self._call_once(tool, arguments, state, token, relay)
+            result = await self._call_once(live, tool, arguments, state, token, relay)
             outcome = read_call_result(result)
             if isinstance(outcome, Complete):
                 return outcome.value
@@ -459,6 +549,7 @@ class McpHttpSource:
 
     async def _call_once(
         self,
+        live: _Live,
         tool: str,
         arguments: JsonObject,
         state: str | None,
@@ -467,20 +558,22 @@ class McpHttpSource:
     ) -> JsonObject:
         """One ``tools/call``; on -32020 list the tools and resend once if the marks now differ."""
         params = call_params(tool, arguments, request_state=state, progress_token=token)
-        marks = self._headers_for(tool, arguments)
-        reply = await self._send("tools/call", params, name=tool, marks=marks, relay=relay)
+        marks = self._headers_for(live, tool, arguments)
+        reply = await self._send(live, "tools/call", params, name=tool, marks=marks, relay=relay)
         if (
             isinstance(reply, ErrorResponse)
             and reply.code == HEADER_MISMATCH
-            and self._era == "modern"
+            and live.era == "modern"
         ):
-            await self._list_tools()
-            if tool in self._rejected or self._marks is None or tool not in self._marks:
+            await self._list_tools(live)
+            if tool in live.rejected or live.marks is None or tool not in live.marks:
                 raise NotFoundError(source=self._name, message=f"{tool} is no longer a usable tool")
-            fresh = self._headers_for(tool, arguments)
+            fresh = self._headers_for(live, tool, arguments)
             if fresh != marks:
                 _log.info("mcp.call_resent", source=self._name, reason="header marks changed")
-                reply = await self._send("tools/call", params, name=tool, marks=fresh, relay=relay)
+                reply = await self._send(
+                    live, "tools/call", params, name=tool, marks=fresh, relay=relay
+                )
         if isinstance(reply, ErrorResponse):
             raise error_for_rpc(self._name, reply, method="tools/call")
         return reply.result
@@ -497,7 +590,14 @@ def _modern_headers(
     return headers
 
 
-def http(*, name: str, url: str, client: HttpClient, timeout: float = 60.0) -> McpHttpSource:
+def http(
+    *,
+    name: str,
+    url: str,
+    client: HttpClient,
+    timeout: float = 60.0,
+    end_timeout: float = 5.0,
+) -> McpHttpSource:
     """The source of an MCP server over Streamable HTTP.
 
     Args:
@@ -508,6 +608,9 @@ def http(*, name: str, url: str, client: HttpClient, timeout: float = 60.0) -> M
         timeout: Seconds a discover or a call may take in all, begun sessions included; past
             it the operation fails as ``UnavailableError``. Each HTTP request is sent with it
             as its client timeout too.
+        end_timeout: Seconds the source waits, when its actor stops, for the DELETE that ends
+            its session, and for the ``notifications/cancelled`` of a cancelled call (never
+            longer than ``timeout``).
 
     Raises:
         ValueError: an empty name, a URL that is not absolute http(s), or a timeout that is
@@ -531,4 +634,13 @@ def http(*, name: str, url: str, client: HttpClient, timeout: float = 60.0) -> M
         or timeout <= 0
     ):
         raise ValueError("timeout must be a positive number of seconds, such as timeout=60.0")
-    return McpHttpSource(name=name, url=url, client=client, timeout=float(timeout))
+    if (
+        isinstance(end_timeout, bool)
+        or not isinstance(end_timeout, int | float)
+        or not math.isfinite(end_timeout)
+        or end_timeout <= 0
+    ):
+        raise ValueError("end_timeout must be a positive number of seconds, such as 5.0")
+    return McpHttpSource(
+        name=name, url=url, client=client, timeout=float(timeout), end_timeout=float(end_timeout)
+    )

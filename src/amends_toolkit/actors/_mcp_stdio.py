@@ -7,9 +7,9 @@ The session begins with ``initialize`` when the source first needs the server, o
 A process that dies crashes the actor, whose supervisor restarts it with a new process; the
 calls that were waiting answer ``UnavailableError``.
 
-Its state (the connection, the session's version) belongs to the source and is changed only by
-its own methods; beginning the session runs under one lock, so concurrent first calls begin it
-once.
+Its state (the connection, the session's version) is built anew each time the lifespan is
+entered, and the session is begun by a message its ``StateLoop`` handles one at a time, so no
+lock guards it and concurrent first calls begin it once.
 """
 
 from __future__ import annotations
@@ -50,6 +50,7 @@ from amends_toolkit.protocols.mcp._results import (
     read_call_result,
 )
 from amends_toolkit.protocols.mcp._stdio import ProcessEnded, StdioConnection
+from amends_toolkit.runtime import StateLoop
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Awaitable, Callable
@@ -64,12 +65,17 @@ _log = get_logger(__name__)
 _T = TypeVar("_T")
 
 
-@attrs.define(kw_only=True)
+@attrs.frozen
+class _Begin:
+    """Begin the session, unless it is begun."""
+
+
+@attrs.define(kw_only=True, eq=False)
 class _Live:
     """One running process and the session begun in it (``version`` is None until then)."""
 
     connection: StdioConnection
-    lock: anyio.Lock = attrs.field(factory=anyio.Lock)
+    loop: StateLoop[_Begin]
     version: str | None = None
 
 
@@ -85,6 +91,7 @@ class McpStdioSource:
         env: Mapping[str, str] | None,
         cwd: str | os.PathLike[str] | None,
         timeout: float,
+        end_timeout: float,
     ) -> None:
         self._name = name
         self._command = command
@@ -92,6 +99,7 @@ class McpStdioSource:
         self._env = dict(env) if env is not None else None
         self._cwd = cwd
         self._timeout = timeout
+        self._end_timeout = end_timeout
         self._live: _Live | None = None
         self._tokens = itertools.count(1)
 
@@ -147,19 +155,30 @@ class McpStdioSource:
             raise RuntimeError(
                 f"the stdio source {self._name!r} is running already: spawn a source once"
             )
-        async with StdioConnection.open(
-            name=self._name,
-            command=self._command,
-            args=self._args,
-            env=self._env,
-            cwd=self._cwd,
-            write_timeout=self._timeout,
-        ) as connection:
-            self._live = _Live(connection=connection)
+        async with (
+            StdioConnection.open(
+                name=self._name,
+                command=self._command,
+                args=self._args,
+                env=self._env,
+                cwd=self._cwd,
+                write_timeout=self._timeout,
+                close_grace=self._end_timeout,
+                terminate_grace=self._end_timeout,
+            ) as connection,
+            anyio.create_task_group() as tasks,
+        ):
+            live = _Live(
+                connection=connection,
+                loop=StateLoop(lambda _: self._begin(live), name=self._name),
+            )
+            await tasks.start(live.loop.run)
+            self._live = live
             try:
                 yield
             finally:
                 self._live = None
+                tasks.cancel_scope.cancel()
 
     async def _bounded(self, method: str, operation: Callable[[], Awaitable[_T]]) -> _T:
         """Run an operation under the source's ``timeout``, its protocol failures as reasons."""
@@ -185,10 +204,19 @@ class McpStdioSource:
                 "(or hold `async with source.lifespan():` around its use)"
             )
         if live.version is None:
-            async with live.lock:
-                if live.version is None:
-                    live.version = await self._begin_session(live.connection)
+            await live.loop.ask(_Begin())
         return live.connection
+
+    async def _begin(self, live: _Live) -> None:
+        """Handle :class:`_Begin` (only the loop calls it), bounded by ``timeout``."""
+        if live.version is not None:
+            return
+        with anyio.move_on_after(self._timeout):
+            live.version = await self._begin_session(live.connection)
+            return
+        raise UnavailableError(
+            source=self._name, message=f"initialize: no answer within {self._timeout} seconds"
+        )
 
     async def _begin_session(self, connection: StdioConnection) -> str:
         reply = await connection.request("initialize", initialize_params(), cancellable=False)
@@ -251,6 +279,7 @@ def stdio(
     env: Mapping[str, str] | None = None,
     cwd: str | os.PathLike[str] | None = None,
     timeout: float = 60.0,
+    end_timeout: float = 2.0,
 ) -> McpStdioSource:
     """The source of an MCP server run as a subprocess, spoken to over its stdin and stdout.
 
@@ -269,6 +298,8 @@ def stdio(
         timeout: Seconds a discover or a call may take in all, the session's beginning
             included; past it the operation fails as ``UnavailableError`` and the server is
             told the request is cancelled.
+        end_timeout: Seconds each step of ending the process is waited for when the actor
+            stops: stdin closed, then SIGTERM, then SIGKILL.
 
     Raises:
         ValueError: an empty name or command, or a timeout that is not a positive number.
@@ -296,6 +327,19 @@ def stdio(
         or timeout <= 0
     ):
         raise ValueError("timeout must be a positive number of seconds, such as timeout=60.0")
+    if (
+        isinstance(end_timeout, bool)
+        or not isinstance(end_timeout, int | float)
+        or not math.isfinite(end_timeout)
+        or end_timeout <= 0
+    ):
+        raise ValueError("end_timeout must be a positive number of seconds, such as 2.0")
     return McpStdioSource(
-        name=name, command=command, args=args, env=env, cwd=cwd, timeout=float(timeout)
+        name=name,
+        command=command,
+        args=args,
+        env=env,
+        cwd=cwd,
+        timeout=float(timeout),
+        end_timeout=float(end_timeout),
     )

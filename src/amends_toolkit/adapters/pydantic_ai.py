@@ -120,7 +120,11 @@ class ToolkitToolset(AbstractToolset[AgentDepsT]):
             entry = self._toolkit.entry(name)
             if entry.check(input) is None and entry.tool.requires_approval(input):  # type: ignore[arg-type]
                 raise ApprovalRequired
-        value = await self._caller.call(name, input)
+        if isinstance(self._caller, Toolkit):
+            # The run approved it (pydantic-ai asked), or it needs no approval.
+            value = await self._caller.call(name, input, approved=ctx.tool_call_approved)
+        else:
+            value = await self._caller.call(name, input)
         parts = content_parts(value)
         if parts is None:
             return value

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 
     from amends_toolkit._json import JsonObject, JsonValue
     from amends_toolkit.presentations._runtimes import CodeRuntime
-    from amends_toolkit.runtime._session import Ask
+    from amends_toolkit.runtime._toolkit import Ask
 
 __all__ = ("EXECUTE", "ApprovalMode", "CodeTools", "code_mode")
 

@@ -19,19 +19,23 @@ if TYPE_CHECKING:
 __all__ = ("call", "merge", "restrict")
 
 
-async def call(toolkit: Toolkit, name: str, input: JsonInput) -> JsonValue:
+async def call(
+    toolkit: Toolkit, name: str, input: JsonInput, *, approved: bool = False
+) -> JsonValue:
     """Run a tool of ``toolkit`` and give its result as JSON; a tool that gives nothing gives None.
 
-    The input is checked and the tool runs as ``toolkit.call`` runs it; no approval is asked,
-    so a host runs a tool that needs approval through a :class:`~amends_toolkit.Session`.
+    The input is checked and the tool runs as ``toolkit.call`` runs it. Nobody is asked for
+    approval: a tool that needs it fails (``ApprovalRequired``) unless the host says it approved
+    this call (``approved=True``); a :class:`~amends_toolkit.Session` asks a person.
     Cancellation propagates.
 
     Raises:
         Failure: the call failed: an unknown name (``NotFoundError``), an input the tool's
-            schema refuses (``InvalidInputError``), or the tool's own failure. Its
-            ``__cause__`` is the source's ``ToolSourceError``, when there is one.
+            schema refuses (``InvalidInputError``), a tool that needs approval
+            (``ApprovalRequired``), or the tool's own failure. Its ``__cause__`` is the
+            source's ``ToolSourceError``, when there is one.
     """
-    result = await toolkit.invoke(name, input)
+    result = await toolkit.invoke(name, input, approved=approved)
     if result.failure is not None:
         raise result.failure from result.error
     return result.value

@@ -94,8 +94,9 @@ def tool_search(toolkit: Toolkit, *, limit: int = 5, ranker: ToolRanker | None =
         name, inner = input["name"], input["input"]
         assert isinstance(name, str)  # the schema holds it so
         # unwrap() raises what failed, so this call gives the same failure, and a session's
-        # on_error still sees the source's error behind it.
-        return (await toolkit.invoke(name, inner)).unwrap()
+        # on_error still sees the source's error behind it. tool_call's own needs_approval is
+        # the named tool's, so the path that ran tool_call has asked (or refused) already.
+        return (await toolkit.invoke(name, inner, approved=True)).unwrap()
 
     return Toolkit.from_entries(
         [

@@ -2,18 +2,28 @@
 
 from __future__ import annotations
 
-from amends_toolkit.runtime._actor import ActorRef, ActorStatistics, Restart
 from amends_toolkit.runtime._assembly import Member, assemble
-from amends_toolkit.runtime._runtime import Runtime
-from amends_toolkit.runtime._session import DENIED, Session, asking, untimed
-from amends_toolkit.runtime._source import Lifespan, ToolSource
+from amends_toolkit.runtime._ref import ActorRef, ActorStatistics
+from amends_toolkit.runtime._session import Session
+from amends_toolkit.runtime._source import Lifespan, NormalExit, ToolSource
+from amends_toolkit.runtime._state import StateLoop
+from amends_toolkit.runtime._supervisor import (
+    GiveUp,
+    Restart,
+    RestartPolicy,
+    Runtime,
+    SourceFactory,
+)
 from amends_toolkit.runtime._toolkit import (
+    DENIED,
     Tool,
     ToolEntry,
     ToolHandler,
     Toolkit,
     ToolResult,
+    asking,
     source_toolkit,
+    untimed,
 )
 from amends_toolkit.runtime._validation import InputValidator, validator_for
 
@@ -21,12 +31,17 @@ __all__ = (
     "DENIED",
     "ActorRef",
     "ActorStatistics",
+    "GiveUp",
     "InputValidator",
     "Lifespan",
     "Member",
+    "NormalExit",
     "Restart",
+    "RestartPolicy",
     "Runtime",
     "Session",
+    "SourceFactory",
+    "StateLoop",
     "Tool",
     "ToolEntry",
     "ToolHandler",

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import inspect
 import re
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING
@@ -32,6 +33,10 @@ MIN_NAME_LENGTH = 16
 _FINGERPRINT_LENGTH = 10
 _OTHER = re.compile(r"[^A-Za-z0-9_-]")
 _DECISIONS = frozenset(("allow", "approve", "block"))
+_ASYNC_DECIDE = (
+    "decide must be a plain function (def, not async def) that gives 'allow', 'approve' or"
+    " 'block': the policy is decided when the toolkit is built; look up what it needs first"
+)
 
 
 def _shown(value: object) -> str:
@@ -134,8 +139,11 @@ def assemble(
         ValueError: ``max_name_length`` is below 16, or ``decide`` gave no Decision.
         TypeError: a member that is not an ``at.Member`` (a source given bare), the message
             naming the fix.
+        TypeError: ``decide`` is async (it must decide at once).
     """
     _check_limit(max_name_length)
+    if inspect.iscoroutinefunction(decide):
+        raise TypeError(_ASYNC_DECIDE)
     entries: list[ToolEntry] = []
     for member in members:
         if not isinstance(member, Member):
@@ -147,6 +155,10 @@ def assemble(
         source_name = source.name
         for definition in member.definitions:
             decision = decide(source_name, definition)
+            if inspect.isawaitable(decision):
+                if inspect.iscoroutine(decision):
+                    decision.close()  # never awaited: say so here, not in a warning later
+                raise TypeError(_ASYNC_DECIDE)
             if decision == "block":
                 continue
             if decision not in _DECISIONS:

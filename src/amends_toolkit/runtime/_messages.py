@@ -1,100 +1,168 @@
-"""The messages an actor handles, and the one-shot reply a caller waits on.
+"""The requests an actor serves, each its own one-shot reply, and the waiter they wake.
 
-``Discover`` and ``Call`` go through the actor's bounded mailbox; ``Cancel`` and ``Stop`` go
-through its control channel, so that they are never stuck behind a full mailbox. Deadlines are
+A caller puts a :class:`Discover` or a :class:`Call` into the actor's mailbox and awaits it; a
+worker of the actor takes it, runs it and answers it once (:meth:`Request.resolve` or
+:meth:`Request.fail`). A caller that leaves calls :meth:`Request.abandon`: a request not yet
+taken is skipped, and one that runs is cancelled in the worker running it. Deadlines are
 absolute, on anyio's clock (``anyio.current_time()``).
+
+The hop is the runtime's hot path, so a request is one object (no separate reply, no event per
+request on asyncio): on asyncio a waiter is the loop's own future, elsewhere an ``anyio.Event``.
 """
 
 from __future__ import annotations
 
+import asyncio
 import math
-from typing import TYPE_CHECKING, TypeAlias
+from typing import TYPE_CHECKING, Protocol
 
 import anyio
-import attrs
-
-from amends_toolkit._json import JsonObject
-from amends_toolkit._progress import OnProgress
+import sniffio
 
 if TYPE_CHECKING:
+    from collections.abc import Callable, Generator
+
     from amends_toolkit._errors import ToolSourceError
+    from amends_toolkit._json import JsonObject
+    from amends_toolkit._progress import OnProgress
 
-__all__ = ("Call", "Cancel", "Control", "Discover", "Reply", "Request", "Stop")
+__all__ = ("Call", "Discover", "Request", "Waiter", "waiters")
 
 
-class Reply:
-    """The answer to one request: a value or a :class:`ToolSourceError`, set once.
+class Waiter(Protocol):
+    """A one-shot wake-up, awaited by the task that made it (an asyncio future's subset)."""
 
-    ``abandoned`` is set by a caller that left (was cancelled) before the answer came; an actor
-    that finds it set before it starts the work skips it.
-    """
+    def done(self) -> bool: ...
 
-    __slots__ = ("_error", "_event", "_value", "abandoned")
+    def cancelled(self) -> bool: ...
+
+    def set_result(self, result: None, /) -> None: ...
+
+    def __await__(self) -> Generator[object, None, object]: ...
+
+
+class _EventWaiter:
+    """A waiter over ``anyio.Event``, for a backend other than asyncio (trio)."""
+
+    __slots__ = ("_event",)
 
     def __init__(self) -> None:
         self._event = anyio.Event()
-        self._value: object = None
-        self._error: ToolSourceError | None = None
-        self.abandoned = False
 
-    @property
     def done(self) -> bool:
         return self._event.is_set()
 
+    def cancelled(self) -> bool:
+        return False
+
+    def set_result(self, result: None, /) -> None:
+        self._event.set()
+
+    def __await__(self) -> Generator[object, None, object]:
+        return self._event.wait().__await__()
+
+
+def waiters() -> Callable[[], Waiter]:
+    """What makes waiters in the running event loop (call it inside the loop)."""
+    if sniffio.current_async_library() == "asyncio":
+        return asyncio.get_running_loop().create_future
+    return _EventWaiter
+
+
+class Request:
+    """A request to an actor, and its answer: a value or a ``ToolSourceError``, set once.
+
+    ``abandoned`` is set by a caller that left before the answer came: a worker that finds it
+    set skips the request; ``scope`` is the cancel scope of the worker running it, if one does.
+    """
+
+    __slots__ = ("_answered", "_error", "_value", "_waiter", "abandoned", "deadline", "scope")
+
+    def __init__(self, waiter: Waiter, deadline: float) -> None:
+        self._waiter = waiter
+        self._answered = False
+        self._value: object = None
+        self._error: ToolSourceError | None = None
+        self.deadline = deadline
+        self.abandoned = False
+        self.scope: anyio.CancelScope | None = None
+
+    @property
+    def done(self) -> bool:
+        """Whether the request is answered."""
+        return self._answered
+
+    @property
+    def what(self) -> str:
+        """What the request asks, for the logs."""
+        raise NotImplementedError
+
     def resolve(self, value: object) -> None:
-        if not self._event.is_set():
+        """Answer with a value (nothing if answered already)."""
+        if not self._answered:
+            self._answered = True
             self._value = value
-            self._event.set()
+            self._wake()
 
     def fail(self, error: ToolSourceError) -> None:
-        if not self._event.is_set():
+        """Answer with an error (nothing if answered already)."""
+        if not self._answered:
+            self._answered = True
             self._error = error
-            self._event.set()
+            self._wake()
+
+    def _wake(self) -> None:
+        # An asyncio future is cancelled with the task that awaited it: nobody to wake then.
+        if not self._waiter.done():
+            self._waiter.set_result(None)
+
+    def abandon(self) -> None:
+        """The caller left: skip the request, or cancel it where it runs."""
+        self.abandoned = True
+        if self.scope is not None and not self._answered:
+            self.scope.cancel()
 
     async def wait(self) -> object:
-        """The value, or raise the error; cancellation leaves the reply unanswered."""
-        await self._event.wait()
+        """The value, or raise the error; cancellation leaves the request unanswered."""
+        await self._waiter
         if self._error is not None:
             raise self._error
         return self._value
 
 
-@attrs.frozen(kw_only=True)
-class Discover:
+class Discover(Request):
     """Ask the source for its tools."""
 
-    id: int
-    reply: Reply = attrs.field(eq=False)
-    deadline: float = math.inf
+    __slots__ = ()
+
+    @property
+    def what(self) -> str:
+        return "discover"
 
 
-@attrs.frozen(kw_only=True)
-class Call:
+class Call(Request):
     """Run one tool; answered with its JSON.
 
     ``progress`` is who listens to the call's progress (the caller's
     :func:`amends_toolkit._progress.listener`), carried across the mailbox to the worker.
     """
 
-    id: int
-    tool: str
-    input: JsonObject = attrs.field(eq=False)
-    reply: Reply = attrs.field(eq=False)
-    deadline: float = math.inf
-    progress: OnProgress | None = attrs.field(default=None, eq=False)
+    __slots__ = ("input", "progress", "tool")
 
+    def __init__(
+        self,
+        waiter: Waiter,
+        deadline: float = math.inf,
+        *,
+        tool: str,
+        input: JsonObject,
+        progress: OnProgress | None = None,
+    ) -> None:
+        super().__init__(waiter, deadline)
+        self.tool = tool
+        self.input = input
+        self.progress = progress
 
-@attrs.frozen(kw_only=True)
-class Cancel:
-    """The caller of request ``id`` left: stop its work. An unknown id is ignored."""
-
-    id: int
-
-
-@attrs.frozen(kw_only=True)
-class Stop:
-    """Stop the actor: answer every queued and running request, leave the source's lifespan."""
-
-
-Request: TypeAlias = Discover | Call
-Control: TypeAlias = Cancel | Stop
+    @property
+    def what(self) -> str:
+        return self.tool

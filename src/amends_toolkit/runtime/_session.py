@@ -7,21 +7,21 @@ result the model reads, and the host sees the error behind one through ``on_erro
 
 from __future__ import annotations
 
-import contextlib
-import functools
-import inspect
 import math
-from collections.abc import Awaitable, Callable, Iterator
-from contextvars import ContextVar
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, TypeAlias
 
 import anyio
 
-from amends_toolkit._errors import Failure, ToolSourceError, UnavailableError
-from amends_toolkit._json import JsonObject
-from amends_toolkit._log import get_logger
 from amends_toolkit._progress import Progress, listening
-from amends_toolkit.runtime._toolkit import ToolResult, as_json, not_found, refused, run_entry
+from amends_toolkit.runtime._toolkit import (
+    DENIED,
+    Approve,
+    CallOptions,
+    OnError,
+    ToolResult,
+    run_tool,
+)
 
 if TYPE_CHECKING:
     from types import TracebackType
@@ -29,52 +29,10 @@ if TYPE_CHECKING:
     from amends_toolkit._json import JsonInput, JsonValue
     from amends_toolkit.runtime._toolkit import Toolkit
 
-__all__ = ("DENIED", "Approve", "Ask", "OnError", "OnProgress", "Session", "asking", "untimed")
-
-_log = get_logger(__name__)
-
-Approve: TypeAlias = Callable[[str, JsonObject], Awaitable[bool] | bool]
-"""The host's question to a person: may this tool run with this input?"""
-
-OnError: TypeAlias = Callable[[str, ToolSourceError], Awaitable[None] | None]
-"""The host's view of the error behind a failure, with the model-facing name of the tool."""
+__all__ = ("DENIED", "Approve", "OnError", "OnProgress", "Session")
 
 OnProgress: TypeAlias = Callable[[str, Progress], Awaitable[None] | None]
 """The host's view of a running call's progress, with the model-facing name of the tool."""
-
-Ask: TypeAlias = Callable[[str, JsonObject], Awaitable[bool]]
-"""How a running call asks a person about another call it makes: ``True`` when approved."""
-
-_ASKING: ContextVar[Ask | None] = ContextVar("amends_toolkit.asking", default=None)
-
-
-def asking() -> Ask | None:
-    """How the Session running the current call asks a person, or ``None`` outside a Session.
-
-    For a presentation's tool that makes calls of its own in the middle of its call (code mode
-    with ``approval="ask"``): it asks through the same ``approve`` the Session was given, and the
-    time the person takes does not count in the Session's ``timeout``.
-    """
-    return _ASKING.get()
-
-
-@contextlib.contextmanager
-def untimed(scope: anyio.CancelScope) -> Iterator[None]:
-    """Stop ``scope``'s clock inside the block: waiting for a person is no call's time."""
-    remaining = scope.deadline - anyio.current_time()
-    scope.deadline = math.inf
-    try:
-        yield
-    finally:
-        scope.deadline = anyio.current_time() + remaining
-
-
-DENIED = Failure(
-    code="ApprovalDenied",
-    message="A person did not approve this call; it did not run.",
-    retryable=False,
-)
-"""What the model reads when the host's ``approve`` refuses a call."""
 
 
 class Session:
@@ -100,16 +58,7 @@ class Session:
     closes, or one made after it closed, raises :class:`anyio.ClosedResourceError`.
     """
 
-    __slots__ = (
-        "_approve",
-        "_calls",
-        "_on_error",
-        "_on_progress",
-        "_scope",
-        "_state",
-        "_timeout",
-        "_toolkit",
-    )
+    __slots__ = ("_calls", "_on_progress", "_options", "_scope", "_state", "_toolkit")
 
     def __init__(
         self,
@@ -123,12 +72,13 @@ class Session:
         if timeout is not None and not (timeout > 0 and math.isfinite(timeout)):
             raise ValueError(f"timeout must be a positive number of seconds or None, not {timeout}")
         self._toolkit = toolkit
-        self._approve = approve
-        self._on_error = on_error
-        self._timeout = timeout
+        self._options = CallOptions(
+            approve=approve, timeout=timeout, on_error=on_error, asks_a_person=True
+        )
         self._on_progress = on_progress
         self._scope: anyio.CancelScope | None = None
-        self._calls: set[anyio.CancelScope] = set()
+        # Made at the first call: an idle session costs no more than its cancel scope.
+        self._calls: set[anyio.CancelScope] | None = None
         self._state = "new"
 
     @property
@@ -152,7 +102,7 @@ class Session:
     ) -> bool:
         self._state = "closed"
         # Calls inside the block have ended by now; the ones left run in tasks outside it.
-        for scope in self._calls:
+        for scope in self._calls or ():
             scope.cancel()
         assert self._scope is not None  # entered
         return self._scope.__exit__(exc_type, exc, traceback)
@@ -167,7 +117,7 @@ class Session:
             self._state = "closed"
             return
         self._scope.cancel()
-        for scope in self._calls:
+        for scope in self._calls or ():
             scope.cancel()
 
     async def call(self, name: str, input: JsonInput) -> JsonValue:
@@ -190,62 +140,23 @@ class Session:
         if self._state == "closed":
             raise anyio.ClosedResourceError
         with anyio.CancelScope() as scope:
-            self._calls.add(scope)
+            if self._calls is None:
+                self._calls = set()
+            calls = self._calls
+            calls.add(scope)
             try:
                 # The call's sources tell its progress to on_progress, or to no one.
                 with listening(self._progress_of(name)):
-                    return await self._run(name, input)
+                    return await run_tool(self._toolkit, name, input, self._options)
             finally:
-                self._calls.discard(scope)
+                calls.discard(scope)
         # Only the session cancels this scope: it closed while the call ran. Inside its block
         # the session's own cancellation is pending and ends the call; outside, nothing would.
         await anyio.lowlevel.checkpoint_if_cancelled()
         raise anyio.ClosedResourceError
-
-    async def _run(self, name: str, given: JsonInput) -> ToolResult:
-        try:
-            entry = self._toolkit.entry(name)
-        except KeyError:
-            return not_found()
-        input = as_json(given)
-        problem = entry.check(input)
-        if problem is not None:
-            return refused(problem)
-        assert isinstance(input, dict)  # check() refuses anything but an object
-        if entry.tool.requires_approval(input) and not await self._asks(name, input):
-            _log.info("call.denied", tool=name)
-            return ToolResult.failed(DENIED)
-        with anyio.move_on_after(self._timeout) as deadline:
-            token = _ASKING.set(functools.partial(self._asks_untimed, deadline))
-            try:
-                result = await run_entry(entry, input)
-            finally:
-                _ASKING.reset(token)
-        if deadline.cancelled_caught:
-            source = entry.route[0] if entry.route is not None else name
-            _log.info("call.timed_out", tool=name, source=source, timeout=self._timeout)
-            error = UnavailableError(
-                source=source, message=f"the call took longer than {self._timeout} seconds"
-            )
-            result = ToolResult.failed(error.to_failure(), error)
-        if result.error is not None and self._on_error is not None:
-            seen = self._on_error(name, result.error)
-            if inspect.isawaitable(seen):
-                await seen
-        return result
 
     def _progress_of(self, name: str) -> Callable[[Progress], Awaitable[None] | None] | None:
         on_progress = self._on_progress
         if on_progress is None:
             return None
         return lambda progress: on_progress(name, progress)
-
-    async def _asks(self, name: str, input: JsonObject) -> bool:
-        approved = self._approve(name, input)
-        if inspect.isawaitable(approved):
-            approved = await approved
-        return approved is True
-
-    async def _asks_untimed(self, scope: anyio.CancelScope, name: str, input: JsonObject) -> bool:
-        with untimed(scope):
-            return await self._asks(name, input)

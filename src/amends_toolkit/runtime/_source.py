@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, TypeGuard, runtime_checkable
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -11,7 +11,7 @@ if TYPE_CHECKING:
     from amends_toolkit._definitions import ToolDefinition
     from amends_toolkit._json import JsonObject, JsonValue
 
-__all__ = ("Lifespan", "ToolSource")
+__all__ = ("Lifespan", "NormalExit", "ToolSource", "has_lifespan", "is_source")
 
 
 @runtime_checkable
@@ -41,10 +41,35 @@ class Lifespan(Protocol):
     """A source that holds something while it runs (a process, a session) may implement this.
 
     The actor enters ``lifespan()`` before it serves a message and leaves it when it stops or
-    restarts; an exception raised inside it (by a task it started) crashes the actor, which its
-    supervisor restarts.
+    restarts, so a source that builds its state when the lifespan is entered starts each
+    incarnation fresh. An exception raised inside it (by a task it started) crashes the actor,
+    which its supervisor restarts; :class:`NormalExit` ends the actor as its source meant to.
     """
 
     def lifespan(self) -> AbstractAsyncContextManager[None]:
         """Hold the source's resources while the actor runs."""
         ...
+
+
+class NormalExit(Exception):
+    """Raised in a source's lifespan (or a task it runs) when the source ended as it should,
+    such as a server process that exited by itself with status 0.
+
+    Its actor ends normally: only a ``permanent`` child is restarted (OTP's exit reason
+    ``normal``). Any other exception is a crash.
+    """
+
+
+def is_source(value: object) -> TypeGuard[ToolSource]:
+    """``isinstance(value, ToolSource)``, without a protocol check's cost (spawn's hot path)."""
+    return (
+        not isinstance(value, type)
+        and hasattr(value, "name")
+        and callable(getattr(value, "discover", None))
+        and callable(getattr(value, "call", None))
+    )
+
+
+def has_lifespan(source: ToolSource) -> TypeGuard[Lifespan]:
+    """``isinstance(source, Lifespan)``, without a protocol check's cost."""
+    return callable(getattr(source, "lifespan", None))

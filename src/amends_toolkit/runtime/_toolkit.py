@@ -8,9 +8,13 @@ Whatever happens to a call is a result the model reads (:meth:`Toolkit.call`):
 =====================================  ==================================================
 what happened                          what the model reads (``code`` of the Failure JSON)
 =====================================  ==================================================
-the name is unknown (or blocked)       ``NotFoundError``
+the name is unknown (or blocked)       ``NotFoundError``, with the names it may have meant
 the input is not an object, or does    ``InvalidInputError``, saying what to fix; the
 not match the tool's schema            handler (the source) never sees the input
+the tool needs approval, and nobody    ``ApprovalRequired``: the host runs it in a Session
+was asked                              (which asks a person), or says it approved the call
+a person refused it (Session)          ``ApprovalDenied``
+the session's timeout passed           ``UnavailableError``
 the handler raised a ToolSourceError   that reason's Failure (``error.to_failure()``)
 the handler raised a Failure           that Failure
 the handler raised anything else       ``UnknownError`` ("the source failed"), logged
@@ -22,6 +26,9 @@ the call was cancelled                 nothing: cancellation propagates
 ``ToolSourceError`` behind a failure, so that a host can act on it (ask for a connection again
 after an ``AuthenticationError``).
 
+Every call takes one path, :func:`run_tool` (lookup, input check, approval, deadline, failure
+mapping), whether a toolkit, a :class:`~amends_toolkit.Session` or a presentation makes it.
+
 Presentations build toolkits of their own tools through the seam of :class:`ToolEntry` and
 :meth:`Toolkit.from_entries`, and take tools of another toolkit with :meth:`Toolkit.entry`: an
 entry runs the same in every toolkit that holds it.
@@ -29,13 +36,26 @@ entry runs the same in every toolkit that holds it.
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import inspect
+import math
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
+from contextvars import ContextVar
 from types import MappingProxyType
 from typing import TYPE_CHECKING, TypeAlias, cast
 
+import anyio
 import attrs
 
-from amends_toolkit._errors import Failure, NameClash, NotFoundError, ToolSourceError, UnknownError
+from amends_toolkit._errors import (
+    Failure,
+    NameClash,
+    NotFoundError,
+    ToolSourceError,
+    UnavailableError,
+    UnknownError,
+)
 from amends_toolkit._json import JsonInput, JsonObject, JsonValue
 from amends_toolkit._log import get_logger
 from amends_toolkit.runtime._validation import InputValidator, validator_for
@@ -45,13 +65,23 @@ if TYPE_CHECKING:
     from amends_toolkit.runtime._source import ToolSource
 
 __all__ = (
+    "DENIED",
+    "NEEDS_APPROVAL",
+    "Approve",
+    "Ask",
+    "CallOptions",
     "NeedsApproval",
+    "OnError",
     "Tool",
     "ToolEntry",
     "ToolHandler",
     "ToolResult",
     "Toolkit",
+    "as_json",
+    "asking",
+    "run_tool",
     "source_toolkit",
+    "untimed",
 )
 
 _log = get_logger(__name__)
@@ -67,7 +97,58 @@ defect. Cancellation must propagate.
 NeedsApproval: TypeAlias = bool | Callable[[JsonObject], bool]
 """Whether a call needs a person's approval: always, never, or as a function of its input."""
 
+Approve: TypeAlias = Callable[[str, JsonObject], Awaitable[bool] | bool]
+"""The host's question to a person: may this tool run with this input? (``True`` or ``False``)"""
+
+OnError: TypeAlias = Callable[[str, ToolSourceError], Awaitable[None] | None]
+"""The host's view of the error behind a failure, with the model-facing name of the tool."""
+
+Ask: TypeAlias = Callable[[str, JsonObject], Awaitable[bool]]
+"""How a running call asks a person about another call it makes: ``True`` when approved."""
+
+_ASKING: ContextVar[Ask | None] = ContextVar("amends_toolkit.asking", default=None)
+
+
+def asking() -> Ask | None:
+    """How the Session running the current call asks a person, or ``None`` outside a Session.
+
+    For a presentation's tool that makes calls of its own in the middle of its call (code mode
+    with ``approval="ask"``): it asks through the same ``approve`` the Session was given, and the
+    time the person takes does not count in the Session's ``timeout``.
+    """
+    return _ASKING.get()
+
+
+@contextlib.contextmanager
+def untimed(scope: anyio.CancelScope) -> Iterator[None]:
+    """Stop ``scope``'s clock inside the block: waiting for a person is no call's time."""
+    remaining = scope.deadline - anyio.current_time()
+    scope.deadline = math.inf
+    try:
+        yield
+    finally:
+        scope.deadline = anyio.current_time() + remaining
+
+
+DENIED = Failure(
+    code="ApprovalDenied",
+    message="A person did not approve this call; it did not run.",
+    retryable=False,
+)
+"""What the model reads when the host's ``approve`` refuses a call."""
+
+NEEDS_APPROVAL = Failure(
+    code="ApprovalRequired",
+    message=(
+        "This tool needs a person's approval and nobody was asked, so it did not run: the host"
+        " must run it in a Session, which asks."
+    ),
+    retryable=False,
+)
+"""What the model reads of a call that needs approval made where nobody is asked."""
+
 _NOT_FOUND = NotFoundError(source="toolkit").to_failure()
+_MAX_HINTS = 3
 
 
 @attrs.frozen(kw_only=True)
@@ -78,8 +159,9 @@ class Tool:
         name: The model-facing name, unique in its toolkit.
         description: What the tool does, for the model.
         input_schema: The JSON Schema (object root) of its input.
-        needs_approval: ``True`` when a harness session must ask a person before each call,
-            or a function of the (checked) input that says so per call.
+        needs_approval: ``True`` when a person must approve each call (a Session asks;
+            ``toolkit.call`` refuses it unless the host says it approved), or a function of the
+            (checked) input that says so per call.
     """
 
     name: str
@@ -119,6 +201,12 @@ class ToolEntry:
     def name(self) -> str:
         """The model-facing name."""
         return self.tool.name
+
+    @property
+    def source_name(self) -> str:
+        """The name of the source it reaches, or its own for a presentation's tool (for logs
+        and errors)."""
+        return self.route[0] if self.route is not None else self.tool.name
 
     def check(self, input: JsonValue) -> str | None:
         """``None`` when the input may go to the handler, else what is wrong, for the model."""
@@ -183,10 +271,11 @@ class Toolkit:
     :meth:`from_entries`.
     """
 
-    __slots__ = ("_entries", "_tools")
+    __slots__ = ("_entries", "_hints", "_tools")
 
     def __init__(self, entries: Mapping[str, ToolEntry]) -> None:
         """Use :meth:`from_entries`; this trusts that names are the entries' own and distinct."""
+        self._hints: dict[str, list[str]] | None = None
         self._entries: Mapping[str, ToolEntry] = MappingProxyType(dict(entries))
         self._tools: Mapping[str, Tool] = MappingProxyType(
             {name: entry.tool for name, entry in self._entries.items()}
@@ -247,28 +336,63 @@ class Toolkit:
     def __repr__(self) -> str:
         return f"<Toolkit of {len(self._entries)} tools>"
 
-    async def call(self, name: str, input: JsonInput) -> JsonValue:
+    def hints(self, name: str) -> list[str]:
+        """The tools a name that is no tool's may have meant: the same name with its source's
+        prefix (``list_tasks`` for ``tasks__list_tasks``), or written in another case."""
+        if self._hints is None:
+            hints: dict[str, list[str]] = {}
+            for tool in self._entries:
+                keys = {tool.lower(), tool.partition("__")[2].lower()}
+                for key in keys - {""}:
+                    hints.setdefault(key, []).append(tool)
+            self._hints = hints
+        return self._hints.get(name.lower(), [])[:_MAX_HINTS]
+
+    async def call(self, name: str, input: JsonInput, *, approved: bool = False) -> JsonValue:
         """Run a tool and give the JSON the model reads; never raises for a failure.
 
         The input must be an object that matches the tool's schema, or the source never sees it.
         An unknown name reads as a ``NotFoundError`` failure, a refused input as an
         ``InvalidInputError`` failure, a ``ToolSourceError`` as its failure, and any other
         exception, a defect, is logged with its traceback and read as an ``UnknownError``.
-        Cancellation propagates: a cancelled call gives no result.
+        Nobody is asked for approval here: a tool that needs it is an ``ApprovalRequired``
+        failure, unless the host says it approved this call (``approved=True``); a
+        :class:`~amends_toolkit.Session` asks a person. Cancellation propagates: a cancelled
+        call gives no result.
         """
-        return (await self.invoke(name, input)).value
+        return (await self.invoke(name, input, approved=approved)).value
 
-    async def invoke(self, name: str, input: JsonInput) -> ToolResult:
+    async def invoke(self, name: str, input: JsonInput, *, approved: bool = False) -> ToolResult:
         """Run a tool as :meth:`call` does, and give the result with the error behind a failure."""
-        entry = self._entries.get(name)
-        if entry is None:
-            return not_found()
-        value = as_json(input)
-        problem = entry.check(value)
-        if problem is not None:
-            return refused(problem)
-        assert isinstance(value, dict)  # check() refuses anything but an object
-        return await run_entry(entry, value)
+        return await run_tool(self, name, input, _HOST_APPROVED if approved else _NOBODY_ASKED)
+
+
+@attrs.frozen(kw_only=True)
+class CallOptions:
+    """How the one call path runs a call: who is asked, for how long, who hears of errors.
+
+    Attributes:
+        approve: Asked before a call that needs approval; ``None`` when nobody can be asked,
+            which makes such a call an ``ApprovalRequired`` failure.
+        timeout: Seconds the tool may run (approval not counted), or ``None``.
+        on_error: Sees the ``ToolSourceError`` behind a failure before the result is given.
+        asks_a_person: ``approve`` asks a person (a Session's), so a call that makes calls of
+            its own (code mode's ``approval="ask"``) may ask through it too, see :func:`asking`;
+            a host's ``approved=True`` approves only the call it names.
+    """
+
+    approve: Approve | None = None
+    timeout: float | None = None
+    on_error: OnError | None = None
+    asks_a_person: bool = False
+
+
+def _approved(name: str, input: JsonObject) -> bool:
+    return True
+
+
+_NOBODY_ASKED = CallOptions()
+_HOST_APPROVED = CallOptions(approve=_approved)
 
 
 def as_json(input: JsonInput) -> JsonValue:
@@ -277,9 +401,84 @@ def as_json(input: JsonInput) -> JsonValue:
     return cast("JsonValue", input)
 
 
-def not_found() -> ToolResult:
-    """The result of a name no tool of the toolkit has (or a blocked tool's)."""
-    return ToolResult.failed(_NOT_FOUND)
+async def run_tool(
+    toolkit: Toolkit, name: str, given: JsonInput, options: CallOptions = _NOBODY_ASKED
+) -> ToolResult:
+    """The one path of a call: lookup, input check, approval, deadline, failure mapping.
+
+    ``toolkit.call``, a Session and the presentations all run calls through it; ``options``
+    says what differs between them.
+
+    Raises:
+        TypeError: ``approve`` gave something other than ``True`` or ``False`` (the host's
+            mistake, named with its fix).
+    """
+    approve, timeout = options.approve, options.timeout
+    entry = toolkit._entries.get(name)
+    if entry is None:
+        return not_found(toolkit.hints(name) if isinstance(name, str) else [])
+    input = as_json(given)
+    problem = entry.check(input)
+    if problem is not None:
+        return refused(problem)
+    assert isinstance(input, dict)  # check() refuses anything but an object
+    if entry.tool.needs_approval is not False and entry.tool.requires_approval(input):
+        if approve is None:
+            _log.info("call.needs_approval", tool=name)
+            return ToolResult.failed(NEEDS_APPROVAL)
+        if not await _approves(approve, name, input):
+            _log.info("call.denied", tool=name)
+            return ToolResult.failed(DENIED)
+    with anyio.move_on_after(math.inf if timeout is None else timeout) as deadline:
+        if options.asks_a_person and approve is not None:
+            token = _ASKING.set(functools.partial(_asks_untimed, approve, deadline))
+            try:
+                result = await run_entry(entry, input)
+            finally:
+                _ASKING.reset(token)
+        else:
+            result = await run_entry(entry, input)
+    if deadline.cancelled_caught:
+        _log.info("call.timed_out", tool=name, source=entry.source_name, timeout=timeout)
+        error = UnavailableError(
+            source=entry.source_name, message=f"the call took longer than {timeout} seconds"
+        )
+        result = ToolResult.failed(error.to_failure(), error)
+    if result.error is not None and options.on_error is not None:
+        seen = options.on_error(name, result.error)
+        if inspect.isawaitable(seen):
+            await seen
+    return result
+
+
+async def _approves(approve: Approve, name: str, input: JsonObject) -> bool:
+    answer = approve(name, input)
+    if inspect.isawaitable(answer):
+        answer = await answer
+    if not isinstance(answer, bool):
+        raise TypeError(
+            f"approve gave {answer!r} for {name}; it must give True (run the call) or False"
+            " (refuse it), such as `return answer == 'yes'`"
+        )
+    return answer
+
+
+async def _asks_untimed(
+    approve: Approve, scope: anyio.CancelScope, name: str, input: JsonObject
+) -> bool:
+    with untimed(scope):
+        return await _approves(approve, name, input)
+
+
+def not_found(hints: Sequence[str] = ()) -> ToolResult:
+    """The result of a name no tool of the toolkit has (or a blocked tool's), with the names
+    the model may have meant."""
+    if not hints:
+        return ToolResult.failed(_NOT_FOUND)
+    meant = " or ".join(hints)
+    return ToolResult.failed(
+        Failure(code=_NOT_FOUND.code, message=f"{_NOT_FOUND.message} Did you mean {meant}?")
+    )
 
 
 def refused(problem: str) -> ToolResult:
@@ -304,9 +503,8 @@ async def run_entry(entry: ToolEntry, input: JsonObject) -> ToolResult:
         _log.info("call.failed", tool=entry.name, reason=failure.code)
         return ToolResult.failed(failure)
     except Exception as defect:  # noqa: BLE001 - a defect: the host reads it in the log, the model reads "the source failed"
-        source = entry.route[0] if entry.route is not None else entry.name
-        _log.error("call.defect", tool=entry.name, source=source, exc_info=defect)
-        unknown = UnknownError(source=source)
+        _log.error("call.defect", tool=entry.name, source=entry.source_name, exc_info=defect)
+        unknown = UnknownError(source=entry.source_name)
         unknown.__cause__ = defect
         return ToolResult.failed(unknown.to_failure(), unknown)
     return ToolResult(value=value)

@@ -213,6 +213,8 @@ class StdioConnection:
         env: Mapping[str, str] | None,
         cwd: str | os.PathLike[str] | None,
         write_timeout: float,
+        close_grace: float = CLOSE_GRACE,
+        terminate_grace: float = TERMINATE_GRACE,
     ) -> AsyncIterator[StdioConnection]:
         """Start the server and hold it; at the end, end it (bounded and shielded).
 
@@ -240,7 +242,7 @@ class StdioConnection:
                     yield connection
                 finally:
                     connection._closing = True
-                    await connection._end_process()
+                    await connection._end_process(close_grace, terminate_grace)
                     tasks.cancel_scope.cancel()
         finally:
             connection._settle_all("the server process was stopped")
@@ -522,11 +524,11 @@ class StdioConnection:
         for pending in self._pending.values():
             pending.settle(None, ProcessEnded(why))
 
-    async def _end_process(self) -> None:
+    async def _end_process(self, close_grace: float, terminate_grace: float) -> None:
         """Close stdin, then terminate, then kill: each step waited for, bounded and shielded."""
         process = self._process
         with anyio.CancelScope(shield=True):
-            with anyio.move_on_after(CLOSE_GRACE):
+            with anyio.move_on_after(close_grace):
                 with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
                     await process.stdin.aclose()  # type: ignore[union-attr]
                 await process.wait()
@@ -535,8 +537,8 @@ class StdioConnection:
                     break
                 with suppress(ProcessLookupError):
                     step()
-                with anyio.move_on_after(TERMINATE_GRACE):
+                with anyio.move_on_after(terminate_grace):
                     await process.wait()
-            with anyio.move_on_after(TERMINATE_GRACE):
+            with anyio.move_on_after(terminate_grace):
                 await process.aclose()
         _log.info("mcp.stdio_stopped", source=self._name, returncode=process.returncode)

@@ -1,0 +1,121 @@
+"""An actor's mailbox: a bounded queue between callers and the actor's workers.
+
+It holds up to ``size`` requests besides those an idle worker is about to take (so ``size=0``
+hands a request only to a worker that waits for one, as a memory stream of buffer 0 does); a
+caller beyond that waits for room (backpressure). Waiting is on one-shot waiters, which are the
+loop's futures on asyncio: the cheapest wake-up there is, since the mailbox is the hop every call
+of an actor takes. As in ``asyncio.Queue``, a request stays in the queue until a worker takes it,
+and a waiter woken and then cancelled passes its turn on, so no request and no room is lost.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from contextlib import suppress
+from typing import TYPE_CHECKING
+
+import anyio
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from amends_toolkit.runtime._messages import Request, Waiter
+
+__all__ = ("Mailbox",)
+
+
+class Mailbox:
+    """Requests waiting for a worker; :meth:`put` from any task, :meth:`get` from workers."""
+
+    __slots__ = ("_closed", "_getters", "_new", "_putters", "_queue", "_size", "why")
+
+    def __init__(self, size: int, waiters: Callable[[], Waiter]) -> None:
+        self._size = size
+        self._new = waiters
+        self._queue: deque[Request] = deque()
+        self._getters: deque[Waiter] = deque()
+        self._putters: deque[Waiter] = deque()
+        self._closed = False
+        self.why = ""
+
+    def __len__(self) -> int:
+        return len(self._queue)
+
+    @property
+    def closed(self) -> bool:
+        """Whether the mailbox takes no more requests."""
+        return self._closed
+
+    async def put(self, request: Request) -> None:
+        """Queue a request, waiting for room when the mailbox is full.
+
+        Raises:
+            anyio.ClosedResourceError: the mailbox is closed (the actor stopped or gave up).
+        """
+        while True:
+            if self._closed:
+                raise anyio.ClosedResourceError
+            if len(self._queue) < self._size or self._getters:
+                self._queue.append(request)
+                _wake(self._getters)
+                return
+            waiter = self._new()
+            self._putters.append(waiter)
+            try:
+                await waiter
+                # A caller cancelled while it waited must not send now: on asyncio, anyio
+                # delivers a cancellation to a task woken at the same moment only later.
+                await anyio.lowlevel.checkpoint_if_cancelled()
+            except BaseException:
+                _leave(self._putters, waiter)
+                raise
+
+    async def get(self) -> Request:
+        """Take the oldest request, waiting for one.
+
+        Raises:
+            anyio.EndOfStream: the mailbox is closed.
+        """
+        while not self._queue:
+            if self._closed:
+                raise anyio.EndOfStream
+            waiter = self._new()
+            self._getters.append(waiter)
+            try:
+                await waiter
+            except BaseException:
+                _leave(self._getters, waiter)
+                raise
+        request = self._queue.popleft()
+        _wake(self._putters)
+        return request
+
+    def close(self, why: str) -> list[Request]:
+        """Take no more requests (``why`` says why); wake every waiting task, give those left."""
+        self._closed = True
+        self.why = why
+        left = list(self._queue)
+        self._queue.clear()
+        for waiters in (self._getters, self._putters):
+            while waiters:
+                waiter = waiters.popleft()
+                if not waiter.done():
+                    waiter.set_result(None)
+        return left
+
+
+def _wake(waiters: deque[Waiter]) -> None:
+    while waiters:
+        waiter = waiters.popleft()
+        if not waiter.done():
+            waiter.set_result(None)
+            return
+
+
+def _leave(waiters: deque[Waiter], waiter: Waiter) -> None:
+    """A waiting task was cancelled: take it off the line, or pass on the turn it was given."""
+    if waiter.done() and not waiter.cancelled():
+        _wake(waiters)
+    else:
+        with suppress(ValueError):  # a waiter woken by close() is off the line already
+            waiters.remove(waiter)

@@ -1,0 +1,131 @@
+"""The handle of a spawned source: its send side and its statistics, nothing of its loop."""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Literal, cast
+
+import anyio
+import attrs
+
+from amends_toolkit._errors import UnavailableError
+from amends_toolkit._progress import listener
+from amends_toolkit.runtime._messages import Call, Discover
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
+    from amends_toolkit._definitions import ToolDefinition
+    from amends_toolkit._json import JsonObject, JsonValue
+    from amends_toolkit.runtime._mailbox import Mailbox
+    from amends_toolkit.runtime._messages import Request, Waiter
+
+__all__ = ("ActorRef", "ActorState", "ActorStatistics")
+
+ActorState = Literal["starting", "running", "restarting", "stopped", "failed"]
+
+
+@attrs.frozen(kw_only=True)
+class ActorStatistics:
+    """A snapshot of an actor.
+
+    Attributes:
+        queued: Requests waiting in its mailbox.
+        in_flight: Requests running.
+        restarts: Incarnations started after a crash.
+        state: ``starting`` (its first incarnation is entering its source's lifespan),
+            ``running``, ``restarting`` (after a crash), ``stopped`` (stopped, or ended by itself)
+            or ``failed`` (its supervisor gave up on it).
+    """
+
+    queued: int
+    in_flight: int
+    restarts: int
+    state: ActorState
+
+
+class ActorRef:
+    """The handle of a spawned source: itself a :class:`~amends_toolkit.ToolSource` of its name.
+
+    Every method may be called from any task, concurrently. A caller's cancel scope
+    (``anyio.fail_after``, a closed session) cancels its request inside the actor; a request
+    still in the mailbox never runs. Stop an actor with :meth:`Runtime.stop
+    <amends_toolkit.Runtime.stop>`.
+    """
+
+    __slots__ = ("_call_timeout", "_grace", "_mailbox", "_name", "_statistics", "_waiters")
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        mailbox: Mailbox,
+        waiters: Callable[[], Waiter],
+        call_timeout: float | None,
+        grace: float,
+        statistics: Callable[[], ActorStatistics],
+    ) -> None:
+        self._name = name
+        self._mailbox = mailbox
+        self._waiters = waiters
+        self._call_timeout = call_timeout
+        self._grace = grace
+        self._statistics = statistics
+
+    @property
+    def name(self) -> str:
+        """The source's name."""
+        return self._name
+
+    def __repr__(self) -> str:
+        return f"<ActorRef {self._name!r} {self._statistics().state}>"
+
+    async def discover(self) -> Sequence[ToolDefinition]:
+        """Ask the source for its tools, through the actor.
+
+        Raises:
+            ToolSourceError: the source's failure; ``UnavailableError`` past ``call_timeout`` or
+                when the actor is stopped or given up; ``UnknownError`` for a defect.
+        """
+        request = Discover(self._waiters(), self._deadline())
+        return cast("list[ToolDefinition]", await self._ask(request))
+
+    async def call(self, tool: str, input: JsonObject) -> JsonValue:
+        """Run one tool through the actor and return its JSON.
+
+        Raises:
+            ToolSourceError: the source's failure; ``UnavailableError`` past ``call_timeout`` or
+                when the actor is stopped or given up; ``UnknownError`` for a defect.
+        """
+        request = Call(
+            self._waiters(), self._deadline(), tool=tool, input=input, progress=listener()
+        )
+        return cast("JsonValue", await self._ask(request))
+
+    def statistics(self) -> ActorStatistics:
+        """Queued and running requests, restarts so far, and the actor's state."""
+        return self._statistics()
+
+    def _deadline(self) -> float:
+        # A caller's own deadline needs no place here: its cancel scope cancels the call.
+        if self._call_timeout is None:
+            return math.inf
+        return anyio.current_time() + self._call_timeout
+
+    async def _ask(self, request: Request) -> object:
+        try:
+            await self._mailbox.put(request)
+            if request.deadline == math.inf:
+                return await request.wait()
+            with anyio.move_on_at(request.deadline + self._grace):
+                return await request.wait()
+        except anyio.ClosedResourceError:
+            raise UnavailableError(source=self._name, message=self._mailbox.why) from None
+        except BaseException:
+            # Cancelled while waiting for room or for the answer: whether a worker took the
+            # request already or not, it must not run on (nor start).
+            request.abandon()
+            raise
+        # The source ignored the cancellation at its deadline: no waiter waits forever.
+        request.abandon()
+        raise UnavailableError(source=self._name, message="the source did not stop at its deadline")

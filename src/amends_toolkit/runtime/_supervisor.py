@@ -1,0 +1,352 @@
+"""The supervisor: the runtime is the root of a tree of actors (OTP's one_for_one).
+
+Each spawned source is a child: what builds it (the source itself, whose lifespan builds its
+state anew, or a function that builds a new source), its options and its restart policy. The
+supervisor runs the child's incarnations one after another in a task of the child's own and
+decides what follows each end.
+
+Rules of the runtime:
+
+=====================  ======================================================================
+What happens           What the caller gets
+=====================  ======================================================================
+a call runs            its own answer; calls run concurrently, up to ``max_concurrency``
+the source fails       the ``ToolSourceError`` it raised
+a defect in a call     ``UnknownError`` ("the source failed"), logged with its traceback; the
+                       actor keeps serving
+the deadline passes    ``UnavailableError``; the call is cancelled inside the actor; a caller
+                       waits at most ``grace`` longer for a source that ignores cancellation
+the caller is          its call is cancelled inside the actor, or never starts if it still
+cancelled              waits in the mailbox; nothing is reported
+the actor crashes      running calls get ``UnavailableError``; a ``permanent`` or
+                       ``transient`` child is restarted from fresh state, and queued calls
+                       wait for the new incarnation
+it ends by itself      (``NormalExit``) only a ``permanent`` child is restarted
+more than              the supervisor gives up (a ``temporary`` child at its first crash):
+``intensity`` crashes  every queued and later call gets ``UnavailableError``, never a hang,
+within ``period``      and the runtime's ``on_give_up`` hears of it
+the child is stopped   (``runtime.stop(ref)``, or the runtime stops) every queued and running
+                       call gets ``UnavailableError``; the runtime forgets the child
+it ignores a stop      after ``grace`` it is abandoned: its callers are answered, the runtime
+                       forgets it and logs ``actor.abandoned`` naming it
+the mailbox is full    the caller waits to send (backpressure), within its own cancel scope
+=====================  ======================================================================
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import inspect
+import math
+from collections import deque
+from typing import TYPE_CHECKING, Literal, TypeAlias
+
+import anyio
+import attrs
+import sniffio
+
+from amends_toolkit._log import get_logger
+from amends_toolkit.runtime._actor import Actor
+from amends_toolkit.runtime._mailbox import Mailbox
+from amends_toolkit.runtime._messages import waiters
+from amends_toolkit.runtime._ref import ActorRef
+from amends_toolkit.runtime._source import NormalExit, ToolSource, is_source
+
+if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable, Coroutine
+    from types import TracebackType
+
+__all__ = ("GiveUp", "Restart", "RestartPolicy", "Runtime", "SourceFactory")
+
+_log = get_logger(__name__)
+
+RestartPolicy: TypeAlias = Literal["permanent", "transient", "temporary"]
+"""OTP's: restart always, only after a crash, or never."""
+
+SourceFactory: TypeAlias = "Callable[[], ToolSource]"
+"""A function that builds a new source, called for each incarnation of its actor."""
+
+GiveUp: TypeAlias = "Callable[[ActorRef, BaseException], Awaitable[None] | None]"
+"""The host's ear: called (and awaited, if it gives an awaitable) when a child is given up."""
+
+_POLICIES = ("permanent", "transient", "temporary")
+
+
+@attrs.frozen(kw_only=True)
+class Restart:
+    """When a supervisor restarts a child (OTP's restart type, intensity and period).
+
+    Attributes:
+        policy: ``"permanent"`` restarts the child whenever it ends by itself (a crash or a
+            ``NormalExit``); ``"transient"`` only after a crash; ``"temporary"`` never: the
+            first crash gives it up.
+        intensity: Restarts allowed within ``period``: one more crash gives the child up, and
+            its source answers ``UnavailableError`` to every call from then on. ``0`` never
+            restarts.
+        period: The window, in seconds, in which restarts are counted.
+    """
+
+    policy: RestartPolicy = "permanent"
+    intensity: int = 3
+    period: float = 5.0
+
+    def __attrs_post_init__(self) -> None:
+        if self.policy not in _POLICIES:
+            raise ValueError(
+                f"Restart policy must be 'permanent', 'transient' or 'temporary', not {self.policy!r}"
+            )
+        if isinstance(self.intensity, bool) or not isinstance(self.intensity, int):
+            raise TypeError(f"Restart intensity must be an int, not {self.intensity!r}")
+        if self.intensity < 0 or not (self.period > 0 and math.isfinite(self.period)):
+            raise ValueError("Restart needs intensity >= 0 and a positive, finite period")
+
+
+_RESTART = Restart()
+
+
+@attrs.define(kw_only=True, eq=False)
+class _Child:
+    """A child of the runtime, as its supervisor sees it."""
+
+    actor: Actor
+    ref: ActorRef
+    first: ToolSource
+    factory: SourceFactory | None
+    restart: Restart
+    done: anyio.Event = attrs.field(factory=anyio.Event)
+
+
+class Runtime:
+    """The root supervisor: hosts tool sources as supervised actors.
+
+    ``async with at.Runtime() as runtime:``; leaving the block stops every child at once, each
+    answering its waiting callers (``UnavailableError``) and leaving its source's lifespan. A
+    child that has not stopped ``grace`` seconds later (its source ignores cancellation) is
+    abandoned and logged (``actor.abandoned``), so leaving takes at most about ``grace``. An
+    exception of the block leaves it as itself.
+
+    Args:
+        grace: Seconds a source that ignores cancellation is waited for: by a caller past its
+            ``call_timeout``, and when a child is stopped.
+        on_give_up: Called with a child's ref and the error of its last crash when its supervisor
+            gives it up; awaited if it gives an awaitable. Its own exceptions are logged.
+    """
+
+    def __init__(self, *, grace: float = 5.0, on_give_up: GiveUp | None = None) -> None:
+        if not (grace > 0 and math.isfinite(grace)):
+            raise ValueError(f"grace must be a positive number of seconds, not {grace!r}")
+        self._grace = grace
+        self._on_give_up = on_give_up
+        self._children: dict[ActorRef, _Child] = {}
+        self._state: Literal["new", "open", "closed"] = "new"
+
+    async def __aenter__(self) -> Runtime:
+        if self._state != "new":
+            raise RuntimeError("a Runtime is entered once")
+        self._state = "open"
+        return self
+
+    async def __aexit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self._state = "closed"
+        # Stopping is cleanup: it runs whatever ended the block, and is bounded by the grace.
+        with anyio.CancelScope(shield=True):
+            async with anyio.create_task_group() as tasks:
+                for child in list(self._children.values()):
+                    tasks.start_soon(self._stop, child)
+
+    def children(self) -> tuple[ActorRef, ...]:
+        """The refs of the children alive now (neither stopped nor given up), oldest first.
+
+        Each ref's ``statistics()`` says how it is doing.
+        """
+        return tuple(self._children)
+
+    async def stop(self, ref: ActorRef) -> None:
+        """Stop one child and wait until it has (at most ``grace`` seconds for a source that
+        ignores cancellation); the runtime forgets it. Its waiting callers get
+        ``UnavailableError``, and so does every later call. A child already gone is left be."""
+        child = self._children.get(ref)
+        if child is not None:
+            with anyio.CancelScope(shield=True):
+                await self._stop(child)
+
+    async def spawn(
+        self,
+        source: ToolSource | SourceFactory,
+        *,
+        max_concurrency: int = 64,
+        mailbox_size: int = 256,
+        call_timeout: float | None = None,
+        restart: Restart = _RESTART,
+    ) -> ActorRef:
+        """Start a child for ``source`` and return its ref, itself a ToolSource.
+
+        Args:
+            source: A source (``name``, ``discover``, ``call``; one with ``lifespan()`` holds it
+                while the actor runs, and each restart enters it again, so a source that keeps
+                its state in its lifespan, as the built-in ones do, starts each incarnation
+                fresh), or a function that builds a new source, called for each incarnation.
+            max_concurrency: Calls that run at once inside the actor; more wait in the mailbox.
+            mailbox_size: Requests that wait; beyond it a caller waits to send (backpressure).
+            call_timeout: Seconds a request may take before it ends as ``UnavailableError``.
+            restart: When a child that ends by itself is restarted.
+
+        Raises:
+            ValueError: a bad option (a programmer's mistake, raised at once).
+            TypeError: ``source`` is neither a source nor a function that builds one.
+            RuntimeError: the runtime is not entered, or was left.
+        """
+        if self._state != "open":
+            raise RuntimeError("spawn needs an entered Runtime: async with at.Runtime() as runtime")
+        if isinstance(max_concurrency, bool) or not isinstance(max_concurrency, int):
+            raise TypeError("max_concurrency must be an int")
+        if isinstance(mailbox_size, bool) or not isinstance(mailbox_size, int):
+            raise TypeError("mailbox_size must be an int")
+        if max_concurrency < 1 or mailbox_size < 0:
+            raise ValueError("spawn needs max_concurrency >= 1 and mailbox_size >= 0")
+        if call_timeout is not None and not (call_timeout > 0 and math.isfinite(call_timeout)):
+            raise ValueError("call_timeout must be positive, or None for no timeout")
+        if not isinstance(restart, Restart):
+            raise TypeError(f"restart must be an at.Restart, not {restart!r}")
+        factory: SourceFactory | None = None
+        if not is_source(source):
+            if not callable(source):
+                raise TypeError(
+                    "spawn takes a tool source (name, discover, call) or a function that builds "
+                    f"one, not {source!r}"
+                )
+            factory = source
+            source = _built(factory)
+        make = waiters()
+        mailbox = Mailbox(mailbox_size, make)
+        actor = Actor(name=source.name, mailbox=mailbox, max_concurrency=max_concurrency)
+        ref = ActorRef(
+            name=source.name,
+            mailbox=mailbox,
+            waiters=make,
+            call_timeout=call_timeout,
+            grace=self._grace,
+            statistics=actor.statistics,
+        )
+        child = _Child(actor=actor, ref=ref, first=source, factory=factory, restart=restart)
+        self._children[ref] = child
+        _start_detached(lambda: self._run(child))
+        return ref
+
+    async def _stop(self, child: _Child) -> None:
+        child.actor.stop()
+        with anyio.move_on_after(self._grace):
+            await child.done.wait()
+            return
+        # The source ignores cancellation: answer its callers, forget it and leave it be.
+        _log.error("actor.abandoned", source=child.actor.name, grace=self._grace)
+        child.actor.close("stopped", "the source is stopped")
+        self._children.pop(child.ref, None)
+
+    async def _run(self, child: _Child) -> None:
+        try:
+            await self._supervise(child)
+        finally:
+            child.done.set()
+
+    async def _supervise(self, child: _Child) -> None:
+        actor = child.actor
+        crashes: deque[float] = deque()
+        source: ToolSource | None = child.first
+        gave_up: BaseException | None = None
+        while True:
+            actor.state = "starting" if actor.restarts == 0 else "restarting"
+            try:
+                if source is None:
+                    assert child.factory is not None  # a source is built again only by one
+                    source = _built(child.factory, name=actor.name)
+                await actor.serve(source)
+            except Exception as error:  # noqa: BLE001 - an end of the child, read below
+                if actor.stopping:
+                    break
+                if _normal(error):
+                    _log.info("actor.ended", source=actor.name)
+                    if child.restart.policy != "permanent":
+                        break
+                else:
+                    _log.error("actor.crashed", source=actor.name, exc_info=error)
+                    if child.restart.policy == "temporary":
+                        gave_up = error
+                        break
+                now = anyio.current_time()
+                crashes.append(now)
+                while crashes and crashes[0] <= now - child.restart.period:
+                    crashes.popleft()
+                if len(crashes) > child.restart.intensity:
+                    gave_up = error
+                    break
+                actor.restarts += 1
+                _log.warning("actor.restarted", source=actor.name, restarts=actor.restarts)
+                if child.factory is not None:
+                    source = None
+                continue
+            break
+        self._children.pop(child.ref, None)
+        if gave_up is None:
+            actor.close("stopped", "the source is stopped")
+            return
+        _log.error("actor.given_up", source=actor.name, restarts=actor.restarts)
+        # For the host (a model reads UnavailableError's default words only): why it gave up.
+        actor.close("failed", f"the source gave up; its last crash: {_described(gave_up)}")
+        if self._on_give_up is not None:
+            try:
+                heard = self._on_give_up(child.ref, gave_up)
+                if inspect.isawaitable(heard):
+                    await heard
+            except Exception as error:  # noqa: BLE001 - the host's callback: logged for the host
+                _log.error("runtime.on_give_up_failed", source=actor.name, exc_info=error)
+
+
+def _built(factory: SourceFactory, *, name: str | None = None) -> ToolSource:
+    source = factory()
+    if not is_source(source):
+        raise TypeError(
+            f"the function given to spawn must build a tool source, and it built {source!r}"
+        )
+    if name is not None and source.name != name:
+        raise ValueError(f"the source built again is named {source.name!r}, not {name!r}")
+    return source
+
+
+def _described(error: BaseException) -> str:
+    """A crash in a line, the one error inside a task group's group when there is one."""
+    while isinstance(error, BaseExceptionGroup) and len(error.exceptions) == 1:
+        error = error.exceptions[0]
+    return f"{type(error).__name__}: {error}"
+
+
+def _normal(error: BaseException) -> bool:
+    """Whether an incarnation ended as its source meant to (only ``NormalExit`` inside)."""
+    if isinstance(error, BaseExceptionGroup):
+        return all(_normal(inner) for inner in error.exceptions)
+    return isinstance(error, NormalExit)
+
+
+_DETACHED: set[asyncio.Task[None]] = set()
+
+
+def _start_detached(run: Callable[[], Coroutine[object, object, None]]) -> None:
+    """Run a child in a task of its own, outside the host's task tree.
+
+    A child must be able to outlive a stop whose source ignores cancellation (it is abandoned
+    after the grace), which no task group allows; every child still ends when the runtime stops.
+    """
+    if sniffio.current_async_library() == "asyncio":
+        task = asyncio.get_running_loop().create_task(run())
+        _DETACHED.add(task)
+        task.add_done_callback(_DETACHED.discard)
+        return
+    import trio  # the other backend anyio runs on; loaded only when it runs
+
+    trio.lowlevel.spawn_system_task(run, context=contextvars.copy_context())
