@@ -49,6 +49,7 @@ class Actor:
         self._pool = 0  # workers of the current incarnation
         self._idle = 0  # of which wait for a request
         self._running: set[Request] = set()
+        self._cut: list[Request] = []  # calls cancelled by a crash, answered once it is known
         self._scope: anyio.CancelScope | None = None
         self._stopping = False
 
@@ -99,6 +100,22 @@ class Actor:
         """
         if self._stopping:
             return
+        try:
+            await self._incarnation(source)
+        except BaseException as error:
+            # The calls the crash cut short learn why, for the host (the model reads only
+            # UnavailableError's own words): a process's exit code and stderr, say.
+            self._answer_cut(f"the source crashed while the call ran: {described(error)}")
+            raise
+        finally:
+            self._answer_cut("the source stopped while the call ran")
+
+    def _answer_cut(self, why: str) -> None:
+        cut, self._cut = self._cut, []
+        for request in cut:
+            request.fail(UnavailableError(source=self.name, message=why))
+
+    async def _incarnation(self, source: ToolSource) -> None:
         with anyio.CancelScope() as entering:
             self._scope = entering
             async with AsyncExitStack() as stack:
@@ -160,9 +177,19 @@ class Actor:
                     # Only an abandoning caller and the deadline cancel this scope.
                     _log.warning("call.timed_out", source=self.name, tool=request.what)
                     why = "the source did not answer in time"
-                else:
-                    # Cancelled from outside (a stop or a crash of the incarnation).
+                    request.fail(UnavailableError(source=self.name, message=why))
+                elif scope.cancel_called or self._stopping:
                     why = "the source stopped while the call ran"
-                request.fail(UnavailableError(source=self.name, message=why))
+                    request.fail(UnavailableError(source=self.name, message=why))
+                else:
+                    # Cancelled by a crash of the incarnation: answered with its cause.
+                    self._cut.append(request)
             if request.deadline != math.inf and not scope.cancel_called:
                 scope.deadline = math.inf
+
+
+def described(error: BaseException) -> str:
+    """A crash in a line, the one error inside a task group's group when there is one."""
+    while isinstance(error, BaseExceptionGroup) and len(error.exceptions) == 1:
+        error = error.exceptions[0]
+    return f"{type(error).__name__}: {error}"

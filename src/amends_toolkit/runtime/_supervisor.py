@@ -47,7 +47,7 @@ import attrs
 import sniffio
 
 from amends_toolkit._log import get_logger
-from amends_toolkit.runtime._actor import Actor
+from amends_toolkit.runtime._actor import Actor, described
 from amends_toolkit.runtime._mailbox import Mailbox
 from amends_toolkit.runtime._messages import waiters
 from amends_toolkit.runtime._ref import ActorRef
@@ -298,7 +298,7 @@ class Runtime:
             return
         _log.error("actor.given_up", source=actor.name, restarts=actor.restarts)
         # For the host (a model reads UnavailableError's default words only): why it gave up.
-        actor.close("failed", f"the source gave up; its last crash: {_described(gave_up)}")
+        actor.close("failed", f"the source gave up; its last crash: {described(gave_up)}")
         if self._on_give_up is not None:
             try:
                 heard = self._on_give_up(child.ref, gave_up)
@@ -317,13 +317,6 @@ def _built(factory: SourceFactory, *, name: str | None = None) -> ToolSource:
     if name is not None and source.name != name:
         raise ValueError(f"the source built again is named {source.name!r}, not {name!r}")
     return source
-
-
-def _described(error: BaseException) -> str:
-    """A crash in a line, the one error inside a task group's group when there is one."""
-    while isinstance(error, BaseExceptionGroup) and len(error.exceptions) == 1:
-        error = error.exceptions[0]
-    return f"{type(error).__name__}: {error}"
 
 
 def _normal(error: BaseException) -> bool:
