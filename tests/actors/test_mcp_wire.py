@@ -515,7 +515,7 @@ async def test_a_retry_after_date_is_gmt_whatever_the_machines_zone(machine_zone
         }
     )
     src, client = source(server)
-    async with client:
+    async with client, src.lifespan():
         with pytest.raises(at.UnavailableError) as caught:
             await src.call("echo", {})
     assert caught.value.retry_after is not None

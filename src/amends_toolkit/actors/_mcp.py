@@ -218,18 +218,25 @@ class McpHttpSource:
                 f"the MCP source {self._name!r} is running already: spawn a source once"
             )
         live = _Live(loop=StateLoop(lambda message: self._handle(live, message), name=self._name))
+        raised: Exception | None = None
         try:
             async with anyio.create_task_group() as tasks:
                 await tasks.start(live.loop.run)
                 self._live = live
                 try:
                     yield
+                except Exception as error:  # the holder's own: raised as itself below
+                    raised = error
                 finally:
                     self._live = None
                     tasks.cancel_scope.cancel()
         finally:
             # The loop has stopped: ending the session is the incarnation's last change.
             await self._end_session(live)
+        if raised is not None:
+            # Not wrapped in the task group's group: `except UnavailableError` around the
+            # block sees it.
+            raise raised
 
     def _running(self) -> _Live:
         live = self._live

@@ -155,6 +155,7 @@ class McpStdioSource:
             raise RuntimeError(
                 f"the stdio source {self._name!r} is running already: spawn a source once"
             )
+        raised: Exception | None = None
         async with (
             StdioConnection.open(
                 name=self._name,
@@ -176,9 +177,15 @@ class McpStdioSource:
             self._live = live
             try:
                 yield
+            except Exception as error:  # the holder's own: raised as itself below
+                raised = error
             finally:
                 self._live = None
                 tasks.cancel_scope.cancel()
+        if raised is not None:
+            # Not wrapped in the task groups' groups: `except UnavailableError` around the
+            # block sees it.
+            raise raised
 
     async def _bounded(self, method: str, operation: Callable[[], Awaitable[_T]]) -> _T:
         """Run an operation under the source's ``timeout``, its protocol failures as reasons."""

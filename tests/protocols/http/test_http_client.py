@@ -18,6 +18,7 @@ import pytest
 from mcp.server import MCPServer
 
 import amends_toolkit as at
+from amends_toolkit.actors._mcp import McpHttpSource
 from amends_toolkit.protocols.http import network_failure, where
 
 Build = Callable[[str, object], at.ToolSource]
@@ -41,8 +42,11 @@ SOURCES: dict[str, Build] = {
 
 
 async def first_call(source: at.ToolSource) -> object:
-    tool = "list_tasks" if isinstance(source, at.http.HttpSource) else "echo"
-    return await source.call(tool, {})
+    if isinstance(source, at.http.HttpSource):
+        return await source.call("list_tasks", {})
+    assert isinstance(source, McpHttpSource)
+    async with source.lifespan():
+        return await source.call("echo", {})
 
 
 @pytest.fixture
@@ -123,7 +127,8 @@ async def test_an_mcp_url_that_is_not_there_is_a_mistake_not_an_outage() -> None
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app)) as client:
         source = at.mcp.http(name="tasks", url="http://127.0.0.1:8000/mpc", client=client)
         with pytest.raises(at.ToolSourceError) as caught:
-            await source.discover()
+            async with source.lifespan():
+                await source.discover()
     error = caught.value
     assert isinstance(error, at.InvalidResponseError)
     assert not error.retryable
