@@ -59,6 +59,8 @@ _log = get_logger(__name__)
 
 _T = TypeVar("_T")
 
+LIST_CHANGED = "notifications/tools/list_changed"
+
 
 @attrs.define(kw_only=True)
 class _Live:
@@ -81,8 +83,10 @@ class McpStdioSource:
         env: Mapping[str, str] | None,
         cwd: str | os.PathLike[str] | None,
         timeout: float,
+        on_list_changed: Callable[[], None] | None = None,
     ) -> None:
         self._name = name
+        self._on_list_changed = on_list_changed
         self._command = command
         self._args = tuple(args)
         self._env = dict(env) if env is not None else None
@@ -149,12 +153,18 @@ class McpStdioSource:
             env=self._env,
             cwd=self._cwd,
             write_timeout=self._timeout,
+            on_notification=self._notified,
         ) as connection:
             self._live = _Live(connection=connection)
             try:
                 yield
             finally:
                 self._live = None
+
+    def _notified(self, method: str) -> None:
+        if method == LIST_CHANGED and self._on_list_changed is not None:
+            _log.info("mcp.tools_changed", source=self._name)
+            self._on_list_changed()
 
     async def _bounded(self, method: str, operation: Callable[[], Awaitable[_T]]) -> _T:
         """Run an operation under the source's ``timeout``, its protocol failures as reasons."""
@@ -233,6 +243,7 @@ def stdio(
     env: Mapping[str, str] | None = None,
     cwd: str | os.PathLike[str] | None = None,
     timeout: float = 60.0,
+    on_list_changed: Callable[[], None] | None = None,
 ) -> McpStdioSource:
     """The source of an MCP server run as a subprocess, spoken to over its stdin and stdout.
 
@@ -251,6 +262,9 @@ def stdio(
         timeout: Seconds a discover or a call may take in all, the session's beginning
             included; past it the operation fails as ``UnavailableError`` and the server is
             told the request is cancelled.
+        on_list_changed: Called (from the task that reads the server) each time the server
+            says its tools changed (``notifications/tools/list_changed``), so a host can
+            discover again; it must not block.
 
     Raises:
         ValueError: an empty name or command, or a timeout that is not a positive number.
@@ -278,6 +292,14 @@ def stdio(
         or timeout <= 0
     ):
         raise ValueError("timeout must be a positive number of seconds, such as timeout=60.0")
+    if on_list_changed is not None and not callable(on_list_changed):
+        raise TypeError("on_list_changed must be a function of no arguments, or None")
     return McpStdioSource(
-        name=name, command=command, args=args, env=env, cwd=cwd, timeout=float(timeout)
+        name=name,
+        command=command,
+        args=args,
+        env=env,
+        cwd=cwd,
+        timeout=float(timeout),
+        on_list_changed=on_list_changed,
     )

@@ -45,7 +45,7 @@ from amends_toolkit.protocols.mcp._jsonrpc import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Mapping, Sequence
+    from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 
     from anyio.abc import ByteReceiveStream, Process
 
@@ -137,8 +137,16 @@ class StdioConnection:
     Open it with :meth:`open`; send with :meth:`request` and :meth:`notify` from any task.
     """
 
-    def __init__(self, process: Process, *, name: str, write_timeout: float) -> None:
+    def __init__(
+        self,
+        process: Process,
+        *,
+        name: str,
+        write_timeout: float,
+        on_notification: Callable[[str], None] | None = None,
+    ) -> None:
         self._process = process
+        self._on_notification = on_notification
         self._name = name
         self._write_timeout = write_timeout
         self._ids = itertools.count(1)
@@ -160,8 +168,11 @@ class StdioConnection:
         env: Mapping[str, str] | None,
         cwd: str | os.PathLike[str] | None,
         write_timeout: float,
+        on_notification: Callable[[str], None] | None = None,
     ) -> AsyncIterator[StdioConnection]:
         """Start the server and hold it; at the end, end it (bounded and shielded).
+
+        ``on_notification`` is told the method of each notification the server sends.
 
         Raises:
             OSError: the command could not be started (no such file, not executable).
@@ -172,7 +183,9 @@ class StdioConnection:
         if env is not None:
             environment.update(env)
         process = await anyio.open_process([command, *args], env=environment, cwd=cwd)
-        connection = cls(process, name=name, write_timeout=write_timeout)
+        connection = cls(
+            process, name=name, write_timeout=write_timeout, on_notification=on_notification
+        )
         _log.info("mcp.stdio_started", source=name, pid=process.pid)
         try:
             async with anyio.create_task_group() as tasks:
@@ -351,6 +364,8 @@ class StdioConnection:
             await self._answer(message)
         elif isinstance(message, Notification):
             _log.debug("mcp.stdio_notification", source=self._name, method=message.method)
+            if self._on_notification is not None:
+                self._on_notification(message.method)
 
     async def _answer(self, message: Request) -> None:
         """A server's ``ping`` is answered as the spec asks; its other requests are refused."""
