@@ -21,7 +21,6 @@ import signal
 import socket
 import sys
 import time
-import weakref
 from contextlib import AsyncExitStack
 from typing import TYPE_CHECKING, Any
 
@@ -64,6 +63,11 @@ __all__ = ("Gateway",)
 
 _log = get_logger("amends_toolkit.gateway")
 
+NOTIFY_TIMEOUT = 1.0
+"""The longest the gateway waits to tell one session that the list changed."""
+MAX_SESSIONS = 10_000
+"""Sessions the gateway remembers to tell; the oldest is forgotten past it."""
+
 
 @attrs.define
 class _Call:
@@ -101,7 +105,9 @@ class Gateway:
         self.front: ToolkitServer | None = None
         self.port: int | None = None
         self._bus = InMemorySubscriptionBus()
-        self._sessions: weakref.WeakSet[ServerSession] = weakref.WeakSet()
+        # A session's latest request context, by its Mcp-Session-Id: its connection's standalone
+        # stream is where a session client hears that the list changed.
+        self._sessions: dict[str, ServerSession] = {}
         self._reported: set[str] = set()
         self._draining = False
         self._in_flight = 0
@@ -271,12 +277,16 @@ class Gateway:
 
     async def _tell_clients(self) -> None:
         await self._bus.publish(ToolsListChanged())
-        for session in list(self._sessions):
-            try:
-                await session.send_tool_list_changed()
-            except Exception as error:  # noqa: BLE001 - a session that ended is only forgotten
-                _log.debug("gateway.notify_failed", error=type(error).__name__)
-                self._sessions.discard(session)
+        for key, session in list(self._sessions.items()):
+            with anyio.move_on_after(NOTIFY_TIMEOUT) as waited:
+                try:
+                    await session.send_tool_list_changed()
+                    continue
+                except Exception as error:  # noqa: BLE001 - a session that ended is forgotten
+                    _log.debug("gateway.notify_failed", error=type(error).__name__)
+            if waited.cancelled_caught:
+                _log.debug("gateway.notify_failed", error="timeout")
+            self._sessions.pop(key, None)
 
     # Calls.
 
@@ -289,8 +299,12 @@ class Gateway:
         list_tools, call_tool = listing.handler, calling.handler
 
         async def listed(ctx: ServerRequestContext[Any], params: Any) -> Any:
-            if ctx.protocol_version in HANDSHAKE_PROTOCOL_VERSIONS:
-                self._sessions.add(ctx.session)
+            request = ctx.request
+            key = None if request is None else request.headers.get("mcp-session-id")
+            if ctx.protocol_version in HANDSHAKE_PROTOCOL_VERSIONS and key:
+                if key not in self._sessions and len(self._sessions) >= MAX_SESSIONS:
+                    self._sessions.pop(next(iter(self._sessions)))
+                self._sessions[key] = ctx.session
             return await list_tools(ctx, params)
 
         async def called(

@@ -61,8 +61,13 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--debug", action="store_true", help="show tracebacks and debug logs")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    # --debug is taken after the command too (its default stays the top level's).
+    debug = argparse.ArgumentParser(add_help=False)
+    debug.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
 
-    serve = commands.add_parser("serve", help="serve a config's sources as one MCP server")
+    serve = commands.add_parser(
+        "serve", parents=[debug], help="serve a config's sources as one MCP server"
+    )
     serve.add_argument("config", type=Path, metavar="CONFIG.toml")
     serve.add_argument(
         "--approve-on-terminal",
@@ -86,6 +91,7 @@ def _parser() -> argparse.ArgumentParser:
 
     inspect = commands.add_parser(
         "inspect",
+        parents=[debug],
         help="print a source's tools as a model sees them",
         usage="amends-toolkit inspect [options] (URL | OPENAPI-FILE | -- COMMAND [ARGS...])",
     )
@@ -96,6 +102,7 @@ def _parser() -> argparse.ArgumentParser:
 
     call = commands.add_parser(
         "call",
+        parents=[debug],
         help="run one tool of a source and print its result or its failure",
         usage="amends-toolkit call [options] (URL | OPENAPI-FILE) TOOL 'JSON'\n"
         "       amends-toolkit call [options] TOOL 'JSON' -- COMMAND [ARGS...]",
@@ -103,7 +110,7 @@ def _parser() -> argparse.ArgumentParser:
     call.add_argument("target", nargs="*", help=argparse.SUPPRESS)
     source_options(call)
 
-    commands.add_parser("demo", help="the demo: three sources, a policy, a session, presentations")
+    commands.add_parser("demo", parents=[debug], help="the demo: three sources, a policy, a session, presentations")
     return parser
 
 
