@@ -198,19 +198,23 @@ class Gateway:
             )
 
     async def _signals(self, server: uvicorn.Server) -> None:
+        # Held until the server has stopped: a second SIGTERM while calls drain changes nothing.
         with anyio.open_signal_receiver(signal.SIGHUP, signal.SIGINT, signal.SIGTERM) as received:
-            async for signum in received:
-                if signum == signal.SIGHUP:
-                    self._refresh_wanted.set()
-                    continue
-                _log.info("gateway.stopping", signal=signal.Signals(signum).name)
-                self.output.note("stopping: running calls may finish")
-                self._draining = True
-                if self._in_flight:
-                    with anyio.move_on_after(self.config.serve.grace):
-                        await self._idle.wait()
-                server.should_exit = True
-                return
+            async with anyio.create_task_group() as tasks:
+                async for signum in received:
+                    if signum == signal.SIGHUP:
+                        self._refresh_wanted.set()
+                    elif not self._draining:
+                        _log.info("gateway.stopping", signal=signal.Signals(signum).name)
+                        self.output.note("stopping: running calls may finish")
+                        self._draining = True
+                        tasks.start_soon(self._drain, server)
+
+    async def _drain(self, server: uvicorn.Server) -> None:
+        if self._in_flight:
+            with anyio.move_on_after(self.config.serve.grace):
+                await self._idle.wait()
+        server.should_exit = True
 
     # The catalog.
 
