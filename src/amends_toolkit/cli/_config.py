@@ -55,7 +55,8 @@ _SOURCE_KEYS: Final = frozenset(
      "token_file", "redirect_uri")
 )  # fmt: skip
 _SERVE_KEYS: Final = frozenset(
-    ("host", "port", "path", "presentation", "refresh_interval", "grace", "call_timeout")
+    ("host", "port", "path", "presentation", "refresh_interval", "grace", "call_timeout",
+     "replica", "replicas")
 )
 _POLICY_KEYS: Final = frozenset(("allow", "approve", "block"))
 
@@ -107,6 +108,10 @@ class ServeConfig:
     """Seconds running calls may take to finish once the gateway is told to stop."""
     call_timeout: float | None = None
     """Seconds a call may run in a source's actor; none when not given."""
+    replica: int | None = None
+    """This gateway's place (from 1) among the servers of a balancer that hashes session ids."""
+    replicas: int | None = None
+    """How many servers that balancer has (see ``deploy/``)."""
 
 
 @attrs.frozen(kw_only=True)
@@ -355,6 +360,19 @@ class _Reader:
                 if not _positive(raw[key]):
                     raise fail(f"{key} must be a positive number of seconds", key)
                 options[key] = float(raw[key])
+        replica, replicas = raw.get("replica"), raw.get("replicas")
+        if (replica is None) != (replicas is None):
+            raise fail("replica and replicas go together, such as replica = 1 and replicas = 2", "replica" if replica is not None else "replicas")
+        if replica is not None:
+            if not (
+                isinstance(replica, int)
+                and isinstance(replicas, int)
+                and not isinstance(replica, bool)
+                and not isinstance(replicas, bool)
+                and 1 <= replica <= replicas
+            ):
+                raise fail("replica must be a whole number from 1 to replicas", "replica")
+            options["replica"], options["replicas"] = replica, replicas
         return ServeConfig(**options)  # type: ignore[arg-type]
 
 

@@ -37,6 +37,7 @@ from amends_toolkit import adapters
 from amends_toolkit._errors import Failure, ToolSourceError
 from amends_toolkit._log import get_logger
 from amends_toolkit.cli._metrics import GatewayMetrics
+from amends_toolkit.cli._pinning import SessionPinning
 from amends_toolkit.cli._policy import GlobPolicy
 from amends_toolkit.cli._sources import build_source
 from amends_toolkit.presentations import MontyRuntime, code_mode, tool_search
@@ -147,9 +148,12 @@ class Gateway:
             self._served = self._signature(self.front.toolkit)
             self._instrument(self.front)
             app = self._app(self.front)
+            served_app: Any = app
+            if serve.replicas is not None and serve.replica is not None:
+                served_app = SessionPinning(app, replica=serve.replica, replicas=serve.replicas)
             server = _QuietServer(
                 uvicorn.Config(
-                    app,
+                    served_app,
                     host=serve.host,
                     port=serve.port,
                     log_level="warning",
