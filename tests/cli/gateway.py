@@ -9,8 +9,11 @@ import signal
 import subprocess
 import sys
 import threading
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
+
+import anyio
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
 _SERVING = re.compile(r"serving (\d+) tools at (http://\S+)")
@@ -81,3 +84,16 @@ class GatewayProcess:
         assert self.process.stderr is not None
         self.process.stderr.close()
         return code
+
+
+async def eventually(condition: Callable[[], bool | Awaitable[bool]]) -> None:
+    """Wait (20 seconds at most) until a condition on another process holds: it has no event
+    to wait on."""
+    with anyio.fail_after(20):
+        while True:
+            held = condition()
+            if not isinstance(held, bool):
+                held = await held
+            if held:
+                return
+            await anyio.sleep(0.05)

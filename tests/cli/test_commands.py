@@ -12,9 +12,10 @@ from pathlib import Path
 import pytest
 
 import amends_toolkit as at
-from tests.cli.gateway import SRC
-from tests.cli.upstream import tasks_app
-from tests.conformance._servers import closed_port, serve
+from conformance._servers import closed_port, serve
+
+from .gateway import SRC
+from .upstream import tasks_app
 
 CORPUS = Path(__file__).resolve().parents[1] / "data" / "openapi-corpus"
 
@@ -36,7 +37,9 @@ def tasks_url() -> Iterator[str]:
 
 
 def test_inspect_prints_an_mcp_servers_tools_one_line_each(tasks_url: str) -> None:
-    done = run("inspect", tasks_url, "--header", "Authorization=Bearer ${TOKEN}", env={"TOKEN": "t0k3n"})
+    done = run(
+        "inspect", tasks_url, "--header", "Authorization=Bearer ${TOKEN}", env={"TOKEN": "t0k3n"}
+    )
     assert done.returncode == 0, done.stderr
     rows = dict(line.split("\t", 1) for line in done.stdout.splitlines() if "\t" in line)
     assert rows["list_tasks"].startswith("read-only\tList the tasks.")

@@ -57,9 +57,17 @@ def write(tmp_path: Path, text: str) -> Path:
 def test_every_binding_key_is_read(tmp_path: Path) -> None:
     config = load_config(write(tmp_path, FULL))
     tasks, files, notes, remote = config.sources
-    assert (tasks.kind, tasks.target, tasks.timeout) == ("mcp", "https://tasks.example.com/mcp", 30.0)
+    assert (tasks.kind, tasks.target, tasks.timeout) == (
+        "mcp",
+        "https://tasks.example.com/mcp",
+        30.0,
+    )
     assert tasks.headers == {"Authorization": "Bearer ${TASKS_TOKEN}", "X-Team": "${TEAM}"}
-    assert (files.kind, files.target, files.args) == ("stdio", "npx", ("-y", "server-filesystem", "/srv"))
+    assert (files.kind, files.target, files.args) == (
+        "stdio",
+        "npx",
+        ("-y", "server-filesystem", "/srv"),
+    )
     assert (files.env, files.cwd) == ({"LOG": "info"}, "/tmp")
     assert (notes.kind, notes.target) == ("openapi", str(tmp_path / "notes.yaml"))
     assert notes.base_url == "https://notes.example.com/v1"
@@ -68,7 +76,12 @@ def test_every_binding_key_is_read(tmp_path: Path) -> None:
         allow=("tasks__list_*",), approve=("tasks__delete_*",), block=("files__*",)
     )
     serve = config.serve
-    assert (serve.host, serve.port, serve.path, serve.presentation) == ("0.0.0.0", 9000, "/tools", "search")
+    assert (serve.host, serve.port, serve.path, serve.presentation) == (
+        "0.0.0.0",
+        9000,
+        "/tools",
+        "search",
+    )
     assert serve.refresh_interval == 300.0
 
 
@@ -76,16 +89,34 @@ def test_every_binding_key_is_read(tmp_path: Path) -> None:
     ("text", "line", "words"),
     [
         ('[[sources]]\nname = "a"\nmcp = "ftp://x"\n', 3, "absolute http"),
-        ('[[sources]]\nname = "a"\nmcp = "http://x/mcp"\nheaders = { A = "literal" }\n', 4, "secret written in the file"),
+        (
+            '[[sources]]\nname = "a"\nmcp = "http://x/mcp"\nheaders = { A = "literal" }\n',
+            4,
+            "secret written in the file",
+        ),
         ('[[sources]]\nname = "a"\nmcp = "http://x/mcp"\nstdio = ["x"]\n', 4, "exactly one of"),
         ('[[sources]]\nname = "a"\nopenapi = "d.json"\n', 1, "needs base_url"),
-        ('[[sources]]\nname = "a"\nmcp = "http://x/mcp"\n[policy]\nallow = "a__*"\n', 5, "list of glob patterns"),
-        ('[[sources]]\nname = "a"\nmcp = "http://x/mcp"\n[serve]\n\npresentation = "all"\n', 6, '"tools", "search" or "code"'),
+        (
+            '[[sources]]\nname = "a"\nmcp = "http://x/mcp"\n[policy]\nallow = "a__*"\n',
+            5,
+            "list of glob patterns",
+        ),
+        (
+            '[[sources]]\nname = "a"\nmcp = "http://x/mcp"\n[serve]\n\npresentation = "all"\n',
+            6,
+            '"tools", "search" or "code"',
+        ),
         ('[[sources]]\nname = "a"\nmcp = "http://x/mcp"\nauth = "oauth"\n', 4, "token_file"),
-        ('[[sources]]\nname = "a"\nmcp = "http://x/mcp"\n[[sources]]\nname = "a"\nmcp = "http://y/mcp"\n', 5, "two sources"),
+        (
+            '[[sources]]\nname = "a"\nmcp = "http://x/mcp"\n[[sources]]\nname = "a"\nmcp = "http://y/mcp"\n',
+            5,
+            "two sources",
+        ),
     ],
 )
-def test_a_wrong_key_is_refused_with_its_line(tmp_path: Path, text: str, line: int, words: str) -> None:
+def test_a_wrong_key_is_refused_with_its_line(
+    tmp_path: Path, text: str, line: int, words: str
+) -> None:
     path = write(tmp_path, text)
     with pytest.raises(ConfigError) as error:
         load_config(path)
@@ -102,7 +133,9 @@ def test_a_header_comes_from_the_environment_or_not_at_all() -> None:
 
 def test_the_most_restrictive_match_wins_and_an_unnamed_tool_is_blocked() -> None:
     policy = GlobPolicy(
-        PolicyConfig(allow=("tasks__*",), approve=("tasks__delete_*",), block=("tasks__delete_all",))
+        PolicyConfig(
+            allow=("tasks__*",), approve=("tasks__delete_*",), block=("tasks__delete_all",)
+        )
     )
 
     def tool(name: str) -> at.ToolDefinition:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,9 +23,10 @@ from mcp.shared.exceptions import MCPError
 from prometheus_client.parser import text_string_to_metric_families
 
 import amends_toolkit as at
-from tests.cli.gateway import GatewayProcess
-from tests.cli.upstream import NOTES_DOCUMENT, notes_app, tasks_app
-from tests.conformance._servers import serve
+from conformance._servers import serve
+
+from .gateway import GatewayProcess, eventually
+from .upstream import NOTES_DOCUMENT, notes_app, tasks_app
 
 pytestmark = pytest.mark.anyio
 
@@ -111,18 +111,23 @@ async def test_fifty_sdk_clients_and_our_source_list_and_call_through_the_gatewa
     outcomes: list[str] = []
 
     async def sdk_client(mode: str) -> None:
-        async with Client(url, mode=mode, cache=None) as client:  # type: ignore[arg-type]
+        async with Client(url, mode=mode, cache=None) as client:
             listed = {tool.name for tool in (await client.list_tools()).tools}
             assert listed >= ALLOWED - {"grower__extra"}
-            assert "tasks__secret" not in listed and "notes__deleteNote" not in listed
+            assert "tasks__secret" not in listed
+            assert "notes__deleteNote" not in listed
             tasks = await client.call_tool("tasks__list_tasks", {})
-            assert not tasks.is_error and "water the plants" in text(tasks)
+            assert not tasks.is_error
+            assert "water the plants" in text(tasks)
             notes = await client.call_tool("notes__listNotes", {})
-            assert not notes.is_error and "call Ana" in text(notes)
+            assert not notes.is_error
+            assert "call Ana" in text(notes)
             added = await client.call_tool("grower__add", {"a": 2, "b": 3})
-            assert not added.is_error and "5" in text(added)
+            assert not added.is_error
+            assert "5" in text(added)
             refused = await client.call_tool("tasks__delete_task", {"task_id": 1})
-            assert refused.is_error and "did not approve" in text(refused)
+            assert refused.is_error
+            assert "did not approve" in text(refused)
             with pytest.raises(MCPError, match="Unknown tool"):
                 await client.call_tool("tasks__secret", {})
             outcomes.append(client.protocol_version)
@@ -151,9 +156,9 @@ async def test_a_line_is_logged_per_call_without_its_input(gateway: GatewayProce
     url = gateway.wait_ready()
     async with Client(url, cache=None) as client:
         await client.call_tool("grower__add", {"a": 40417, "b": 1})
-    with anyio.fail_after(10):
-        while not any(e["tool"] == "grower__add" for e in gateway.events("gateway.call")):
-            await anyio.sleep(0.05)
+    await eventually(
+        lambda: any(e["tool"] == "grower__add" for e in gateway.events("gateway.call"))
+    )
     calls = gateway.events("gateway.call")
     assert {"tool", "outcome", "ms", "era"} <= set(calls[-1])
     assert {e["outcome"] for e in calls} >= {"ok", "ApprovalDenied"}

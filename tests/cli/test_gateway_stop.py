@@ -14,10 +14,11 @@ import pytest
 from mcp import Client
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.cli.gateway import GatewayProcess
-from tests.cli.test_gateway import text, write_config
-from tests.cli.upstream import notes_app, tasks_app
-from tests.conformance._servers import serve
+from conformance._servers import serve
+
+from .gateway import GatewayProcess, eventually
+from .test_gateway import text, write_config
+from .upstream import notes_app, tasks_app
 
 pytestmark = pytest.mark.anyio
 
@@ -36,13 +37,14 @@ def gateway(tmp_path: Path) -> Iterator[GatewayProcess]:
                 process.process.wait()
 
 
-async def in_flight(gateway: GatewayProcess, source: str) -> float:
+async def in_flight(gateway: GatewayProcess, source: str) -> bool:
+    """Whether the source's actor runs a call now, as ``/metrics`` says."""
     async with httpx.AsyncClient() as http:
         exposition = (await http.get(f"{gateway.base}/metrics")).text
     for family in text_string_to_metric_families(exposition):
         for sample in family.samples:
             if sample.name == "amends_actor_in_flight" and sample.labels["source"] == source:
-                return sample.value
+                return sample.value >= 1
     raise AssertionError("no in-flight gauge")
 
 
@@ -72,15 +74,12 @@ async def test_sigterm_mid_call_lets_the_call_finish_and_stops_everything(
             answers.append(await running.call_tool("tasks__slow", {"seconds": 3}))
 
         tasks.start_soon(slow_call)
-        with anyio.fail_after(20):
-            while await in_flight(gateway, "tasks") < 1:
-                await anyio.sleep(0.05)
+        await eventually(lambda: in_flight(gateway, "tasks"))
         gateway.process.send_signal(signal.SIGTERM)
-        with anyio.fail_after(20):
-            while not any("stopping" in line for line in gateway.lines):
-                await anyio.sleep(0.05)
+        await eventually(lambda: any("stopping" in line for line in gateway.lines))
         refused = await latecomer.call_tool("tasks__list_tasks", {})
-        assert refused.is_error and "stopping" in text(refused)
+        assert refused.is_error
+        assert "stopping" in text(refused)
     assert [text(answer) for answer in answers] == ['{"result": "slow done"}']
     assert gateway.stop(timeout=30) == 0
     assert not alive(stdio["pid"])

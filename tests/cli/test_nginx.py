@@ -14,24 +14,28 @@ import httpx
 import pytest
 from mcp import Client
 
-from tests.cli.gateway import GatewayProcess
-from tests.cli.test_gateway import text
-from tests.cli.upstream import tasks_app
-from tests.conformance._servers import closed_port, serve
+from conformance._servers import closed_port, serve
+
+from .gateway import GatewayProcess
+from .test_gateway import text
+from .upstream import tasks_app
 
 pytestmark = pytest.mark.anyio
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy" / "nginx" / "amends-toolkit.conf"
-NGINX = shutil.which("nginx") or shutil.which("nginx", path="/usr/sbin:/usr/local/sbin")
-if NGINX is None:
+FOUND = shutil.which("nginx") or shutil.which("nginx", path="/usr/sbin:/usr/local/sbin")
+if FOUND is None:
     pytest.skip(
         "nginx is not installed (apt-get install -y nginx; .ci/run installs it)",
         allow_module_level=True,
     )
+NGINX: str = FOUND
 
 
 @pytest.fixture(scope="module")
-def balancer(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, list[GatewayProcess]]]:
+def balancer(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[str, list[GatewayProcess]]]:
     directory = tmp_path_factory.mktemp("nginx")
     with serve(tasks_app()) as tasks_port:
         gateways = []
@@ -71,7 +75,8 @@ def balancer(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, li
                         except httpx.TransportError:
                             pass
                         if nginx.poll() is not None:
-                            raise AssertionError(nginx.stderr.read().decode())  # type: ignore[union-attr]
+                            assert nginx.stderr is not None
+                            raise AssertionError(nginx.stderr.read().decode())
                         anyio.run(anyio.sleep, 0.02)
                 yield url, gateways
             finally:
@@ -94,7 +99,7 @@ async def test_every_call_through_nginx_is_answered_by_both_replicas(
     answers: list[str] = []
 
     async def client() -> None:
-        async with Client(url, mode=mode, cache=None) as sdk:  # type: ignore[arg-type]
+        async with Client(url, mode=mode, cache=None) as sdk:
             for _ in range(5):
                 listed = await sdk.list_tools()
                 assert "tasks__list_tasks" in {tool.name for tool in listed.tools}
@@ -109,7 +114,9 @@ async def test_every_call_through_nginx_is_answered_by_both_replicas(
     assert set(answers) == {'{"result": ["water the plants", "buy bread"]}'}
     with anyio.fail_after(10):
         while True:
-            after = [len([e for e in g.events("gateway.call") if e["era"] == era]) for g in gateways]
+            after = [
+                len([e for e in g.events("gateway.call") if e["era"] == era]) for g in gateways
+            ]
             if sum(after) - sum(before) == 40:
                 break
             await anyio.sleep(0.05)

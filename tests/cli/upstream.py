@@ -32,7 +32,12 @@ NOTES_DOCUMENT: dict[str, Any] = {
                 "operationId": "deleteNote",
                 "summary": "Delete a note",
                 "parameters": [
-                    {"name": "noteId", "in": "path", "required": True, "schema": {"type": "integer"}}
+                    {
+                        "name": "noteId",
+                        "in": "path",
+                        "required": True,
+                        "schema": {"type": "integer"},
+                    }
                 ],
                 "responses": {"204": {"description": "deleted"}},
             }

@@ -47,7 +47,9 @@ __all__ = (
 Presentation = Literal["tools", "search", "code"]
 SourceKind = Literal["mcp", "stdio", "openapi"]
 
-_ENV_VALUE: Final = re.compile(r"^(?P<scheme>(?:Bearer|Basic|Token) )?\$\{(?P<var>[A-Za-z_][A-Za-z0-9_]*)\}$")
+_ENV_VALUE: Final = re.compile(
+    r"^(?P<scheme>(?:Bearer|Basic|Token) )?\$\{(?P<var>[A-Za-z_][A-Za-z0-9_]*)\}$"
+)
 """A header value: ``${VAR}``, optionally after an auth scheme (a scheme word is no secret)."""
 _NAME: Final = re.compile(r"^[A-Za-z0-9_-]{1,32}$")
 _SOURCE_KEYS: Final = frozenset(
@@ -55,8 +57,17 @@ _SOURCE_KEYS: Final = frozenset(
      "token_file", "redirect_uri")
 )  # fmt: skip
 _SERVE_KEYS: Final = frozenset(
-    ("host", "port", "path", "presentation", "refresh_interval", "grace", "call_timeout",
-     "replica", "replicas")
+    (
+        "host",
+        "port",
+        "path",
+        "presentation",
+        "refresh_interval",
+        "grace",
+        "call_timeout",
+        "replica",
+        "replicas",
+    )
 )
 _POLICY_KEYS: Final = frozenset(("allow", "approve", "block"))
 
@@ -167,7 +178,9 @@ class _Reader:
             if header:
                 self.tables.append((header[1], number))
 
-    def fail(self, problem: str, *, table: str, index: int = 0, key: str | None = None) -> ConfigError:
+    def fail(
+        self, problem: str, *, table: str, index: int = 0, key: str | None = None
+    ) -> ConfigError:
         line = self._line(table, index, key)
         where = f"{self.path}:{line}" if line else str(self.path)
         return ConfigError(f"{where}: {problem}")
@@ -227,19 +240,23 @@ class _Reader:
                 )
         name = raw.get("name")
         if not isinstance(name, str) or not _NAME.match(name):
-            raise fail("name must be 1 to 32 letters, digits, '_' or '-', such as name = \"tasks\"", "name")
+            raise fail(
+                "name must be 1 to 32 letters, digits, '_' or '-', such as name = \"tasks\"", "name"
+            )
         kinds = [kind for kind in ("mcp", "stdio", "openapi") if kind in raw]
         if len(kinds) != 1:
             raise fail(
-                f"source {name!r} needs exactly one of mcp = \"URL\", stdio = [\"command\", ...] "
-                "or openapi = \"PATH\"",
+                f'source {name!r} needs exactly one of mcp = "URL", stdio = ["command", ...] '
+                'or openapi = "PATH"',
                 kinds[1] if len(kinds) > 1 else "name",
             )
         kind: SourceKind = kinds[0]  # type: ignore[assignment]
         value = raw[kind]
         args: tuple[str, ...] = ()
         if kind == "stdio":
-            if not (isinstance(value, list) and value and all(isinstance(v, str) and v for v in value)):
+            if not (
+                isinstance(value, list) and value and all(isinstance(v, str) and v for v in value)
+            ):
                 raise fail("stdio must be a list of strings, the command then its arguments", kind)
             target, args = value[0], tuple(value[1:])
         elif not isinstance(value, str) or not value:
@@ -255,7 +272,10 @@ class _Reader:
         base_url = raw.get("base_url")
         if kind == "openapi":
             if not isinstance(base_url, str) or not re.match(r"^https?://[^/\s]+", base_url):
-                raise fail("an openapi source needs base_url = \"https://...\" (where requests go)", "base_url")
+                raise fail(
+                    'an openapi source needs base_url = "https://..." (where requests go)',
+                    "base_url",
+                )
         elif base_url is not None:
             raise fail("base_url is for openapi sources only", "base_url")
         for key in ("env", "cwd"):
@@ -265,20 +285,27 @@ class _Reader:
         if env is not None and not (
             isinstance(env, dict) and all(isinstance(v, str) for v in env.values())
         ):
-            raise fail("env must be a table of strings, such as env = { LOG_LEVEL = \"info\" }", "env")
+            raise fail(
+                'env must be a table of strings, such as env = { LOG_LEVEL = "info" }', "env"
+            )
         cwd = raw.get("cwd")
         if cwd is not None and not isinstance(cwd, str):
             raise fail("cwd must be a path", "cwd")
         headers = raw.get("headers", {})
         if kind == "stdio" and "headers" in raw:
-            raise fail("headers are for mcp and openapi sources (give a stdio server env)", "headers")
+            raise fail(
+                "headers are for mcp and openapi sources (give a stdio server env)", "headers"
+            )
         if not isinstance(headers, dict):
-            raise fail("headers must be a table, such as headers = { Authorization = \"Bearer ${TOKEN}\" }", "headers")
+            raise fail(
+                'headers must be a table, such as headers = { Authorization = "Bearer ${TOKEN}" }',
+                "headers",
+            )
         for header, template in headers.items():
             if not isinstance(template, str) or not _ENV_VALUE.match(template):
                 raise fail(
-                    f"header {header!r} must take its value from the environment, as \"${{VAR}}\" "
-                    "(or \"Bearer ${VAR}\"): a secret written in the file is refused",
+                    f'header {header!r} must take its value from the environment, as "${{VAR}}" '
+                    '(or "Bearer ${VAR}"): a secret written in the file is refused',
                     "headers",
                 )
         timeout = raw.get("timeout")
@@ -286,15 +313,22 @@ class _Reader:
             raise fail("timeout must be a positive number of seconds", "timeout")
         auth = raw.get("auth")
         if auth is not None and (auth != "oauth" or kind != "mcp"):
-            raise fail("auth may only be \"oauth\", on an mcp source", "auth")
+            raise fail('auth may only be "oauth", on an mcp source', "auth")
         token_file = raw.get("token_file")
         if auth == "oauth" and not isinstance(token_file, str):
-            raise fail("auth = \"oauth\" needs token_file = \"PATH\" (where the tokens are kept)", "auth")
+            raise fail(
+                'auth = "oauth" needs token_file = "PATH" (where the tokens are kept)', "auth"
+            )
         if auth is None and "token_file" in raw:
-            raise fail("token_file goes with auth = \"oauth\"", "token_file")
+            raise fail('token_file goes with auth = "oauth"', "token_file")
         redirect_uri = raw.get("redirect_uri", SourceConfig.__attrs_attrs__.redirect_uri.default)
-        if not isinstance(redirect_uri, str) or not re.match(r"^http://(127\.0\.0\.1|localhost):\d+/", redirect_uri):
-            raise fail("redirect_uri must be http://127.0.0.1:PORT/PATH (the gateway listens there)", "redirect_uri")
+        if not isinstance(redirect_uri, str) or not re.match(
+            r"^http://(127\.0\.0\.1|localhost):\d+/", redirect_uri
+        ):
+            raise fail(
+                "redirect_uri must be http://127.0.0.1:PORT/PATH (the gateway listens there)",
+                "redirect_uri",
+            )
         return SourceConfig(
             name=name,
             kind=kind,
@@ -337,23 +371,30 @@ class _Reader:
 
         for key in raw:
             if key not in _SERVE_KEYS:
-                raise fail(f"unknown key {key!r} in [serve]; the keys are {', '.join(sorted(_SERVE_KEYS))}", key)
+                raise fail(
+                    f"unknown key {key!r} in [serve]; the keys are {', '.join(sorted(_SERVE_KEYS))}",
+                    key,
+                )
         options: dict[str, object] = {}
         host = raw.get("host", "127.0.0.1")
         if not isinstance(host, str) or not host:
-            raise fail("host must be an address, such as host = \"127.0.0.1\"", "host")
+            raise fail('host must be an address, such as host = "127.0.0.1"', "host")
         options["host"] = host
         port = raw.get("port", 8765)
         if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
             raise fail("port must be a number from 0 to 65535 (0: any free port)", "port")
         options["port"] = port
         path = raw.get("path", "/mcp")
-        if not isinstance(path, str) or not path.startswith("/") or path in ("/healthz", "/metrics"):
+        if (
+            not isinstance(path, str)
+            or not path.startswith("/")
+            or path in ("/healthz", "/metrics")
+        ):
             raise fail("path must begin with '/' and not be /healthz or /metrics", "path")
         options["path"] = path
         presentation = raw.get("presentation", "tools")
         if presentation not in ("tools", "search", "code"):
-            raise fail("presentation must be \"tools\", \"search\" or \"code\"", "presentation")
+            raise fail('presentation must be "tools", "search" or "code"', "presentation")
         options["presentation"] = presentation
         for key in ("refresh_interval", "grace", "call_timeout"):
             if key in raw:
@@ -362,7 +403,10 @@ class _Reader:
                 options[key] = float(raw[key])
         replica, replicas = raw.get("replica"), raw.get("replicas")
         if (replica is None) != (replicas is None):
-            raise fail("replica and replicas go together, such as replica = 1 and replicas = 2", "replica" if replica is not None else "replicas")
+            raise fail(
+                "replica and replicas go together, such as replica = 1 and replicas = 2",
+                "replica" if replica is not None else "replicas",
+            )
         if replica is not None:
             if not (
                 isinstance(replica, int)

@@ -22,7 +22,7 @@ import socket
 import sys
 import time
 from contextlib import AsyncExitStack
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import anyio
 import attrs
@@ -47,7 +47,6 @@ if TYPE_CHECKING:
     from collections.abc import Generator
 
     from anyio.abc import TaskStatus
-
     from mcp.server.context import ServerRequestContext
     from mcp.server.session import ServerSession
     from starlette.applications import Starlette
@@ -303,7 +302,8 @@ class Gateway:
         server = front.server
         listing = server.get_request_handler("tools/list")
         calling = server.get_request_handler("tools/call")
-        assert listing is not None and calling is not None
+        assert listing is not None
+        assert calling is not None
         list_tools, call_tool = listing.handler, calling.handler
 
         async def listed(ctx: ServerRequestContext[Any], params: Any) -> Any:
@@ -329,7 +329,7 @@ class Gateway:
             started = time.perf_counter()
             outcome = "cancelled"
             try:
-                result: types.CallToolResult = await call_tool(ctx, params)
+                result = cast("types.CallToolResult", await call_tool(ctx, params))
                 if result.is_error and record.code is None:
                     # Not the source's failure nor a refused approval: the toolkit refused the
                     # input before any source saw it.
@@ -350,7 +350,9 @@ class Gateway:
                     tool=params.name,
                     outcome=outcome,
                     ms=round(seconds * 1000, 2),
-                    era="session" if ctx.protocol_version in HANDSHAKE_PROTOCOL_VERSIONS else "stateless",
+                    era="session"
+                    if ctx.protocol_version in HANDSHAKE_PROTOCOL_VERSIONS
+                    else "stateless",
                 )
 
         server.add_request_handler("tools/list", listing.params_type, listed)
@@ -451,4 +453,3 @@ def _ask_terminal(question: str) -> bool:
     except OSError:
         sys.stderr.write(question + "(no terminal: refused)\n")
         return False
-

@@ -63,7 +63,9 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     # --debug is taken after the command too (its default stays the top level's).
     debug = argparse.ArgumentParser(add_help=False)
-    debug.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+    debug.add_argument(
+        "--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS
+    )
 
     serve = commands.add_parser(
         "serve", parents=[debug], help="serve a config's sources as one MCP server"
@@ -110,7 +112,9 @@ def _parser() -> argparse.ArgumentParser:
     call.add_argument("target", nargs="*", help=argparse.SUPPRESS)
     source_options(call)
 
-    commands.add_parser("demo", parents=[debug], help="the demo: three sources, a policy, a session, presentations")
+    commands.add_parser(
+        "demo", parents=[debug], help="the demo: three sources, a policy, a session, presentations"
+    )
     return parser
 
 
@@ -178,13 +182,11 @@ def _serve(options: argparse.Namespace, output: Output) -> int:
     return 0
 
 
-async def _one_source(
-    options: argparse.Namespace, stdio: list[str] | None, output: Output
-) -> int:
+async def _one_source(options: argparse.Namespace, stdio: list[str] | None, output: Output) -> int:
     from contextlib import AsyncExitStack
 
     from amends_toolkit import catalog
-    from amends_toolkit.cli._config import ConfigError, _ENV_VALUE
+    from amends_toolkit.cli._config import _ENV_VALUE, ConfigError
     from amends_toolkit.cli._sources import build_source, source_from_argument
     from amends_toolkit.runtime import Runtime, source_toolkit
 

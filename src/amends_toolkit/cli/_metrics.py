@@ -29,7 +29,9 @@ class _Actors(Collector):
 
     def collect(self) -> Iterator[Metric]:
         queued = GaugeMetricFamily(
-            "amends_actor_queued", "Requests waiting in a source actor's mailbox.", labels=["source"]
+            "amends_actor_queued",
+            "Requests waiting in a source actor's mailbox.",
+            labels=["source"],
         )
         in_flight = GaugeMetricFamily(
             "amends_actor_in_flight", "Requests a source actor is running.", labels=["source"]

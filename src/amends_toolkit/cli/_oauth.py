@@ -13,17 +13,24 @@ from __future__ import annotations
 import json
 import os
 import sys
-from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 from urllib.parse import parse_qs, urlsplit
 
 import anyio
 from mcp.client.auth import OAuthClientProvider
-from mcp.shared.auth import OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
+from mcp.shared.auth import (
+    AuthorizationCodeResult,
+    OAuthClientInformationFull,
+    OAuthClientMetadata,
+    OAuthToken,
+)
 from pydantic import AnyUrl
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
+    from pathlib import Path
+
+    from anyio.abc import SocketListener
 
 __all__ = ("FileTokenStorage", "MemoryTokenStorage", "loopback_handlers", "oauth_provider")
 
@@ -97,7 +104,7 @@ def oauth_provider(
     storage: MemoryTokenStorage | FileTokenStorage,
     redirect_uri: str,
     redirect_handler: Callable[[str], Awaitable[None]],
-    callback_handler: Callable[[], Awaitable[tuple[str, str | None]]],
+    callback_handler: Callable[[], Awaitable[AuthorizationCodeResult]],
     client_name: str = "amends-toolkit",
     client_metadata_url: str | None = None,
 ) -> OAuthClientProvider:
@@ -119,11 +126,11 @@ def oauth_provider(
 
 def loopback_handlers(
     redirect_uri: str,
-) -> tuple[Callable[[str], Awaitable[None]], Callable[[], Awaitable[tuple[str, str | None]]]]:
+) -> tuple[Callable[[str], Awaitable[None]], Callable[[], Awaitable[AuthorizationCodeResult]]]:
     """A person's browser flow: print the authorization URL, then take the redirect on loopback.
 
     The callback listens on the redirect URI's port (127.0.0.1) for one request and reads the
-    ``code`` and ``state`` from its query (at most 16 KiB of it).
+    ``code``, ``state`` and ``iss`` from its query (at most 16 KiB of it).
     """
     parts = urlsplit(redirect_uri)
     port = parts.port or 80
@@ -131,17 +138,22 @@ def loopback_handlers(
     async def redirect(url: str) -> None:
         print(f"Open this address to authorize the gateway:\n  {url}", file=sys.stderr)
 
-    async def callback() -> tuple[str, str | None]:
+    async def callback() -> AuthorizationCodeResult:
         listener = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=port)
         async with listener:
             while True:
-                stream = await listener.listeners[0].accept()
+                socket_listener = cast("SocketListener", listener.listeners[0])
+                stream = await socket_listener.accept()
                 async with stream:
                     head = b""
                     while b"\r\n" not in head and len(head) < MAX_CALLBACK_REQUEST:
                         head += await stream.receive(MAX_CALLBACK_REQUEST)
                     target = head.split(b"\r\n", 1)[0].split(b" ")
-                    query = parse_qs(urlsplit(target[1].decode("latin-1")).query) if len(target) > 1 else {}
+                    query = (
+                        parse_qs(urlsplit(target[1].decode("latin-1")).query)
+                        if len(target) > 1
+                        else {}
+                    )
                     code = query.get("code", [None])[0]
                     body = b"Authorized: you may close this page." if code else b"No code."
                     await stream.send(
@@ -150,6 +162,10 @@ def loopback_handlers(
                         + body
                     )
                 if code:
-                    return code, query.get("state", [None])[0]
+                    return AuthorizationCodeResult(
+                        code=code,
+                        state=query.get("state", [None])[0],
+                        iss=query.get("iss", [None])[0],
+                    )
 
     return redirect, callback

@@ -33,7 +33,12 @@ class Output:
 
     def note(self, text: str) -> None:
         """A line for the operator, on stderr."""
-        self.err.print(f"[dim]amends-toolkit:[/dim] {text}" if self.err.is_terminal else f"amends-toolkit: {text}", markup=self.err.is_terminal)
+        self.err.print(
+            f"[dim]amends-toolkit:[/dim] {text}"
+            if self.err.is_terminal
+            else f"amends-toolkit: {text}",
+            markup=self.err.is_terminal,
+        )
 
     def error(self, text: str) -> None:
         """A failure, one line, on stderr."""

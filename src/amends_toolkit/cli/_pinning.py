@@ -22,7 +22,10 @@ if TYPE_CHECKING:
 
     Scope = MutableMapping[str, Any]
     Message = MutableMapping[str, Any]
-    App = Callable[[Scope, Callable[[], Awaitable[Message]], Callable[[Message], Awaitable[None]]], Awaitable[None]]
+    App = Callable[
+        [Scope, Callable[[], Awaitable[Message]], Callable[[Message], Awaitable[None]]],
+        Awaitable[None],
+    ]
 
 __all__ = ("SessionPinning", "nginx_hash_server")
 

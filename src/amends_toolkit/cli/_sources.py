@@ -8,7 +8,6 @@ credentials are the client's, never the source's.
 from __future__ import annotations
 
 import os
-from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -19,6 +18,7 @@ from amends_toolkit.cli._config import ConfigError, SourceConfig, expand_header
 
 if TYPE_CHECKING:
     from collections.abc import Callable
+    from contextlib import AsyncExitStack
 
     from amends_toolkit.openapi import Skipped
     from amends_toolkit.runtime import ToolSource
