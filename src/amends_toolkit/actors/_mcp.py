@@ -36,6 +36,7 @@ from amends_toolkit.actors._mcp_errors import (
     error_for_status,
     parse_retry_after,
 )
+from amends_toolkit.actors._mcp_listen import listen_request, relay_list_changed
 from amends_toolkit.actors._mcp_listing import list_tools
 from amends_toolkit.protocols.mcp._headers import HeaderMark, encode_value, param_headers
 from amends_toolkit.protocols.mcp._http import (
@@ -104,8 +105,17 @@ class _Session:
 class McpHttpSource:
     """An MCP server over Streamable HTTP as a tool source; build it with ``at.mcp.http``."""
 
-    def __init__(self, *, name: str, url: str, client: HttpClient, timeout: float) -> None:
+    def __init__(
+        self,
+        *,
+        name: str,
+        url: str,
+        client: HttpClient,
+        timeout: float,
+        on_list_changed: Callable[[], None] | None = None,
+    ) -> None:
         self._name = name
+        self._on_list_changed = on_list_changed
         self._timeout = timeout
         self._wire = HttpWire(client=client, url=url, timeout=timeout)
         self._lock = anyio.Lock()
@@ -162,9 +172,23 @@ class McpHttpSource:
         failure of it is only logged.
         """
         try:
-            yield
+            async with anyio.create_task_group() as tasks:
+                if self._on_list_changed is not None:
+                    tasks.start_soon(relay_list_changed, self, self._on_list_changed)
+                yield
+                tasks.cancel_scope.cancel()
         finally:
             await self._end_session()
+
+    async def listen_once(self, notified: Callable[[str], None]) -> None:
+        """Hold one stream of the server's notifications open until it ends (see
+        :mod:`amends_toolkit.actors._mcp_listen`)."""
+        if await self._ensure_era() == "modern":
+            message = listen_request(next(self._ids))
+            headers = _modern_headers("subscriptions/listen")
+        else:
+            message, headers = None, (await self._ensure_session()).headers()
+        await self._wire.listen(message, headers=headers, on_notification=notified)
 
     async def _bounded(self, method: str, operation: Callable[[], Awaitable[_T]]) -> _T:
         """Run an operation under the source's ``timeout``, its protocol failures as reasons.
@@ -461,7 +485,14 @@ def _modern_headers(
     return headers
 
 
-def http(*, name: str, url: str, client: HttpClient, timeout: float = 60.0) -> McpHttpSource:
+def http(
+    *,
+    name: str,
+    url: str,
+    client: HttpClient,
+    timeout: float = 60.0,
+    on_list_changed: Callable[[], None] | None = None,
+) -> McpHttpSource:
     """The source of an MCP server over Streamable HTTP.
 
     Args:
@@ -472,6 +503,10 @@ def http(*, name: str, url: str, client: HttpClient, timeout: float = 60.0) -> M
         timeout: Seconds a discover or a call may take in all, begun sessions included; past
             it the operation fails as ``UnavailableError``. Each HTTP request is sent with it
             as its client timeout too.
+        on_list_changed: Called each time the server says its tools changed
+            (``notifications/tools/list_changed``), so that a host discovers again; it must
+            not block. With it, the source holds a stream of the server's notifications open
+            while its actor runs (``subscriptions/listen``, or a session's GET stream).
 
     Raises:
         ValueError: an empty name, a URL that is not absolute http(s), or a timeout that is
@@ -495,4 +530,12 @@ def http(*, name: str, url: str, client: HttpClient, timeout: float = 60.0) -> M
         or timeout <= 0
     ):
         raise ValueError("timeout must be a positive number of seconds, such as timeout=60.0")
-    return McpHttpSource(name=name, url=url, client=client, timeout=float(timeout))
+    if on_list_changed is not None and not callable(on_list_changed):
+        raise TypeError("on_list_changed must be a function of no arguments, or None")
+    return McpHttpSource(
+        name=name,
+        url=url,
+        client=client,
+        timeout=float(timeout),
+        on_list_changed=on_list_changed,
+    )

@@ -32,6 +32,7 @@ from amends_toolkit._errors import (
 )
 from amends_toolkit._log import get_logger
 from amends_toolkit.actors._mcp_errors import error_for_rpc
+from amends_toolkit.actors._mcp_listen import LIST_CHANGED
 from amends_toolkit.actors._mcp_listing import list_tools
 from amends_toolkit.protocols.mcp._jsonrpc import (
     SESSION_VERSIONS,
@@ -58,8 +59,6 @@ __all__ = ("McpStdioSource", "stdio")
 _log = get_logger(__name__)
 
 _T = TypeVar("_T")
-
-LIST_CHANGED = "notifications/tools/list_changed"
 
 
 @attrs.define(kw_only=True)

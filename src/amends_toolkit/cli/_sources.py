@@ -102,6 +102,7 @@ async def build_source(
                 url=config.target,
                 client=client,
                 timeout=timeout or 60.0,
+                on_list_changed=on_list_changed,
             )
         )
     try:
