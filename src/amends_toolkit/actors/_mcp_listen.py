@@ -21,6 +21,7 @@ from amends_toolkit.protocols.mcp._jsonrpc import ProtocolError, modern_meta, re
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from amends_toolkit._json import JsonObject
     from amends_toolkit.actors._mcp import McpHttpSource
 
 __all__ = ("LISTEN_RETRY_MAX", "LISTEN_RETRY_MIN", "LIST_CHANGED", "relay_list_changed")
@@ -58,7 +59,7 @@ async def relay_list_changed(source: McpHttpSource, on_list_changed: Callable[[]
         await anyio.sleep(delay)
 
 
-def listen_request(id_: int) -> dict[str, object]:
+def listen_request(id_: int) -> JsonObject:
     """The 2026-07-28 request whose answer is a stream of tools/list_changed notifications."""
     return request(
         id_,
