@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -74,9 +75,12 @@ block = ["tasks__secret"]
     return config
 
 
+TASKS = tasks_app()
+
+
 @pytest.fixture(scope="module")
 def upstream() -> Iterator[tuple[int, int]]:
-    with serve(tasks_app()) as tasks_port, serve(notes_app()) as notes_port:
+    with serve(TASKS) as tasks_port, serve(notes_app()) as notes_port:
         yield tasks_port, notes_port
 
 
@@ -223,3 +227,21 @@ async def test_list_changed_from_a_source_reaches_connected_clients(
         assert "grower__extra" in listed
         extra = await modern_client.call_tool("grower__extra", {})
         assert "extra" in text(extra)
+
+
+async def test_sighup_refreshes_the_catalog_and_tells_clients(gateway: GatewayProcess) -> None:
+    url = gateway.wait_ready()
+
+    def quietly_added() -> str:
+        """A tool the server added without saying so."""
+        return "quiet"
+
+    TASKS.state.mcp.add_tool(quietly_added)
+    async with Client(url, cache=None) as client, client.listen(tools_list_changed=True) as heard:
+        assert "tasks__quietly_added" not in {t.name for t in (await client.list_tools()).tools}
+        gateway.process.send_signal(signal.SIGHUP)
+        with anyio.fail_after(20):
+            async for event in heard:
+                assert type(event).__name__ == "ToolsListChanged"
+                break
+        assert "tasks__quietly_added" in {t.name for t in (await client.list_tools()).tools}

@@ -73,7 +73,9 @@ def tasks_app() -> Any:
         await anyio.sleep(seconds)
         return "slow done"
 
-    return server.streamable_http_app(stateless_http=False, json_response=False)
+    app = server.streamable_http_app(stateless_http=False, json_response=False)
+    app.state.mcp = server  # a test adds tools to it
+    return app
 
 
 def notes_app() -> Any:

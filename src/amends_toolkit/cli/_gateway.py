@@ -125,9 +125,7 @@ class Gateway:
         async with AsyncExitStack() as stack:
             runtime = await stack.enter_async_context(Runtime())
             for source_config in self.config.sources:
-                built = await build_source(
-                    source_config, stack, on_list_changed=self._refresh_wanted.set
-                )
+                built = await build_source(source_config, stack, on_list_changed=self.want_refresh)
                 for skip in built.skipped:
                     self.output.note(f"{source_config.name}: skipped {skip}")
                 self.refs[source_config.name] = await runtime.spawn(
@@ -158,6 +156,9 @@ class Gateway:
                     log_level="warning",
                     lifespan="on",
                     timeout_graceful_shutdown=1,
+                    # Longer than a balancer's upstream keep-alive (nginx: 60 s), so the
+                    # gateway never closes a connection the balancer is about to reuse.
+                    timeout_keep_alive=75,
                     # The gateway sizes its own work: let many clients connect at once.
                     backlog=4096,
                 )
@@ -206,7 +207,7 @@ class Gateway:
             async with anyio.create_task_group() as tasks:
                 async for signum in received:
                     if signum == signal.SIGHUP:
-                        self._refresh_wanted.set()
+                        self.want_refresh()
                     elif not self._draining:
                         _log.info("gateway.stopping", signal=signal.Signals(signum).name)
                         self.output.note("stopping: running calls may finish")
@@ -220,6 +221,10 @@ class Gateway:
         server.should_exit = True
 
     # The catalog.
+
+    def want_refresh(self) -> None:
+        """Ask for a refresh soon (many asks before it runs make one refresh)."""
+        self._refresh_wanted.set()
 
     async def _refreshes(self) -> None:
         interval = self.config.serve.refresh_interval
