@@ -41,6 +41,7 @@ __all__ = (
     "ServeConfig",
     "SourceConfig",
     "expand_header",
+    "is_env_template",
     "load_config",
 )
 
@@ -150,6 +151,11 @@ def load_config(path: Path) -> GatewayConfig:
     except tomllib.TOMLDecodeError as error:
         raise ConfigError(f"{path}: not TOML: {error}") from None
     return _Reader(path, text).read(data)
+
+
+def is_env_template(value: object) -> bool:
+    """Whether a header's value is taken from the environment (``${VAR}``, ``Bearer ${VAR}``)."""
+    return isinstance(value, str) and _ENV_VALUE.match(value) is not None
 
 
 def expand_header(template: str, environ: dict[str, str] | None = None) -> str:
@@ -302,7 +308,7 @@ class _Reader:
                 "headers",
             )
         for header, template in headers.items():
-            if not isinstance(template, str) or not _ENV_VALUE.match(template):
+            if not is_env_template(template):
                 raise fail(
                     f'header {header!r} must take its value from the environment, as "${{VAR}}" '
                     '(or "Bearer ${VAR}"): a secret written in the file is refused',

@@ -44,7 +44,7 @@ from amends_toolkit.presentations import MontyRuntime, code_mode, tool_search
 from amends_toolkit.runtime import ActorRef, Member, Runtime, ToolEntry, Toolkit, assemble
 
 if TYPE_CHECKING:
-    from collections.abc import Generator
+    from collections.abc import AsyncIterator, Generator
 
     from anyio.abc import TaskStatus
     from mcp.server.context import ServerRequestContext
@@ -123,6 +123,10 @@ class Gateway:
         """Start every source, discover, serve; return once stopped by SIGINT or SIGTERM."""
         serve = self.config.serve
         async with AsyncExitStack() as stack:
+            # Taken from the start: a signal while the sources start is handled once serving.
+            received = stack.enter_context(
+                anyio.open_signal_receiver(signal.SIGHUP, signal.SIGINT, signal.SIGTERM)
+            )
             runtime = await stack.enter_async_context(Runtime())
             for source_config in self.config.sources:
                 built = await build_source(source_config, stack, on_list_changed=self.want_refresh)
@@ -180,7 +184,7 @@ class Gateway:
                 self._report_ready()
                 task_status.started(self.port)
                 tasks.start_soon(self._refreshes)
-                tasks.start_soon(self._signals, server)
+                tasks.start_soon(self._signals, server, received)
                 await served.wait()
                 tasks.cancel_scope.cancel()
         _log.info("gateway.stopped")
@@ -201,18 +205,17 @@ class Gateway:
                 "to be asked on this terminal"
             )
 
-    async def _signals(self, server: uvicorn.Server) -> None:
+    async def _signals(self, server: uvicorn.Server, received: AsyncIterator[int]) -> None:
         # Held until the server has stopped: a second SIGTERM while calls drain changes nothing.
-        with anyio.open_signal_receiver(signal.SIGHUP, signal.SIGINT, signal.SIGTERM) as received:
-            async with anyio.create_task_group() as tasks:
-                async for signum in received:
-                    if signum == signal.SIGHUP:
-                        self.want_refresh()
-                    elif not self._draining:
-                        _log.info("gateway.stopping", signal=signal.Signals(signum).name)
-                        self.output.note("stopping: running calls may finish")
-                        self._draining = True
-                        tasks.start_soon(self._drain, server)
+        async with anyio.create_task_group() as tasks:
+            async for signum in received:
+                if signum == signal.SIGHUP:
+                    self.want_refresh()
+                elif not self._draining:
+                    _log.info("gateway.stopping", signal=signal.Signals(signum).name)
+                    self.output.note("stopping: running calls may finish")
+                    self._draining = True
+                    tasks.start_soon(self._drain, server)
 
     async def _drain(self, server: uvicorn.Server) -> None:
         if self._in_flight:

@@ -143,6 +143,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     except Exception as error:
+        # A person reads it: one line, the traceback only when asked for.
         if options.debug:
             raise
         output.error(_explain(error))
@@ -185,8 +186,10 @@ def _serve(options: argparse.Namespace, output: Output) -> int:
 async def _one_source(options: argparse.Namespace, stdio: list[str] | None, output: Output) -> int:
     from contextlib import AsyncExitStack
 
+    import attrs
+
     from amends_toolkit import catalog
-    from amends_toolkit.cli._config import _ENV_VALUE, ConfigError
+    from amends_toolkit.cli._config import ConfigError, is_env_template
     from amends_toolkit.cli._sources import build_source, source_from_argument
     from amends_toolkit.runtime import Runtime, source_toolkit
 
@@ -205,16 +208,18 @@ async def _one_source(options: argparse.Namespace, stdio: list[str] | None, outp
     headers: dict[str, str] = {}
     for header in options.header:
         name, _, template = header.partition("=")
-        if not name or not _ENV_VALUE.match(template):
+        if not name or not is_env_template(template):
             raise ConfigError(
                 f"--header {name or header!r}: write the value as ${{VAR}} (in single quotes) "
                 "so it is read from the environment, never from the command line"
             )
         headers[name] = template
-    config = source_from_argument(
-        source_words, name="source", headers=headers, base_url=options.base_url
+    config = attrs.evolve(
+        source_from_argument(
+            source_words, name="source", headers=headers, base_url=options.base_url
+        ),
+        timeout=options.timeout,
     )
-    config = _with_timeout(config, options.timeout)
     async with AsyncExitStack() as stack:
         built = await build_source(config, stack)
         runtime = await stack.enter_async_context(Runtime())
@@ -269,9 +274,3 @@ async def _one_source(options: argparse.Namespace, stdio: list[str] | None, outp
                 ],
             )
     return 0
-
-
-def _with_timeout(config: Any, timeout: float) -> Any:
-    import attrs
-
-    return attrs.evolve(config, timeout=timeout)
