@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 import amends_toolkit as at
+from amends_toolkit.cli import main
 from conformance._servers import closed_port, serve
 
 from .gateway import SRC
@@ -80,31 +81,43 @@ def test_call_a_stdio_server_after_a_double_dash() -> None:
     assert json.loads(done.stdout) == {"result": 42}
 
 
-def test_an_unreachable_server_is_one_line_without_a_traceback() -> None:
-    done = run("inspect", f"http://127.0.0.1:{closed_port()}/mcp")
-    assert done.returncode == 1
-    lines = done.stderr.strip().splitlines()
+# The errors run the command in this process (main() is what the console script calls).
+
+
+def test_an_unreachable_server_is_one_line_without_a_traceback(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["inspect", f"http://127.0.0.1:{closed_port()}/mcp"]) == 1
+    lines = capsys.readouterr().err.strip().splitlines()
     assert lines[-1].startswith("error: source source: UnavailableError")
     assert "is the server running" in lines[-1]
-    assert "Traceback" not in done.stderr
+    assert not any("Traceback" in line for line in lines)
 
 
-def test_a_wrong_key_in_the_config_names_its_line(tmp_path: Path) -> None:
+def test_a_wrong_key_in_the_config_names_its_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     config = tmp_path / "gateway.toml"
     config.write_text('[[sources]]\nname = "tasks"\nmcp = "http://127.0.0.1:1/mcp"\ntimout = 3\n')
-    done = run("serve", str(config))
-    assert done.returncode == 1
-    assert done.stderr.strip() == (
+    assert main(["serve", str(config)]) == 1
+    assert capsys.readouterr().err.strip() == (
         f"error: {config}:4: unknown key 'timout' in a source; the keys are auth, base_url, "
         "cwd, env, headers, mcp, name, openapi, redirect_uri, stdio, timeout, token_file"
     )
 
 
-def test_a_secret_written_in_a_header_is_refused(tmp_path: Path) -> None:
-    done = run("inspect", "http://127.0.0.1:1/mcp", "--header", "Authorization=Bearer s3cr3t")
-    assert done.returncode == 1
-    assert "read from the environment" in done.stderr
-    assert "s3cr3t" not in done.stderr
+def test_a_secret_written_in_a_header_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    assert (
+        main(["inspect", "http://127.0.0.1:1/mcp", "--header", "Authorization=Bearer s3cr3t"]) == 1
+    )
+    err = capsys.readouterr().err
+    assert "read from the environment" in err
+    assert "s3cr3t" not in err
+
+
+def test_a_header_variable_that_is_not_set_is_named(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["inspect", "http://127.0.0.1:1/mcp", "--header", "X-Key=${AMENDS_UNSET_VAR}"]) == 1
+    assert "AMENDS_UNSET_VAR, which is not set" in capsys.readouterr().err
 
 
 def test_the_demo_runs_end_to_end() -> None:
