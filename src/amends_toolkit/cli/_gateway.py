@@ -46,7 +46,7 @@ from amends_toolkit.runtime import ActorRef, Member, Runtime, ToolEntry, Toolkit
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Generator
 
-    from anyio.abc import TaskStatus
+    from anyio.abc import TaskGroup, TaskStatus
     from mcp.server.context import ServerRequestContext
     from mcp.server.session import ServerSession
     from starlette.applications import Starlette
@@ -116,6 +116,8 @@ class Gateway:
         self._ask_lock = anyio.Lock()
         self._sandbox: CodeRuntime | None = None
         self._served: tuple[tuple[str, str, str], ...] = ()
+        self._stopper: TaskGroup | None = None
+        self.server: uvicorn.Server | None = None
 
     # The whole life of the process.
 
@@ -167,6 +169,7 @@ class Gateway:
                     backlog=4096,
                 )
             )
+            self.server = server
             listening = _listen(serve.host, serve.port)
             served = anyio.Event()
 
@@ -184,7 +187,7 @@ class Gateway:
                 self._report_ready()
                 task_status.started(self.port)
                 tasks.start_soon(self._refreshes)
-                tasks.start_soon(self._signals, server, received)
+                tasks.start_soon(self._signals, received)
                 await served.wait()
                 tasks.cancel_scope.cancel()
         _log.info("gateway.stopped")
@@ -205,17 +208,25 @@ class Gateway:
                 "to be asked on this terminal"
             )
 
-    async def _signals(self, server: uvicorn.Server, received: AsyncIterator[int]) -> None:
+    async def _signals(self, received: AsyncIterator[int]) -> None:
         # Held until the server has stopped: a second SIGTERM while calls drain changes nothing.
         async with anyio.create_task_group() as tasks:
+            self._stopper = tasks
             async for signum in received:
                 if signum == signal.SIGHUP:
                     self.want_refresh()
-                elif not self._draining:
-                    _log.info("gateway.stopping", signal=signal.Signals(signum).name)
-                    self.output.note("stopping: running calls may finish")
-                    self._draining = True
-                    tasks.start_soon(self._drain, server)
+                else:
+                    self.stop(reason=signal.Signals(signum).name)
+
+    def stop(self, *, reason: str) -> None:
+        """Stop as SIGTERM does: refuse new calls, let running ones finish within the grace."""
+        server = self.server
+        if self._draining or self._stopper is None or server is None:
+            return
+        _log.info("gateway.stopping", reason=reason)
+        self.output.note("stopping: running calls may finish")
+        self._draining = True
+        self._stopper.start_soon(self._drain, server)
 
     async def _drain(self, server: uvicorn.Server) -> None:
         if self._in_flight:
