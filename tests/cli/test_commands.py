@@ -134,3 +134,22 @@ def test_the_demo_runs_end_to_end() -> None:
         assert heading in done.stdout
     assert '"code": "AuthenticationError"' in done.stdout
     assert "demo-token-not-for-models" not in done.stdout
+
+
+def test_the_cli_package_exports_main_and_imports_no_optional_dependency() -> None:
+    import amends_toolkit.cli
+
+    assert amends_toolkit.cli.__all__ == ("main",)
+    script = (
+        "import sys, amends_toolkit.cli; "
+        "print(sorted(m for m in ('mcp', 'uvicorn', 'prometheus_client', 'fastmcp') "
+        "if m in sys.modules))"
+    )
+    loaded = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "PYTHONPATH": SRC},
+    ).stdout.strip()
+    assert loaded == "[]"
