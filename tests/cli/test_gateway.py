@@ -34,6 +34,7 @@ pytestmark = pytest.mark.anyio
 UPSTREAM = Path(__file__).with_name("upstream.py")
 ALLOWED = {
     "tasks__list_tasks",
+    "tasks__grow",
     "tasks__delete_task",
     "tasks__slow",
     "notes__listNotes",
@@ -117,7 +118,7 @@ async def test_fifty_sdk_clients_and_our_source_list_and_call_through_the_gatewa
     async def sdk_client(mode: str) -> None:
         async with Client(url, mode=mode, cache=None) as client:
             listed = {tool.name for tool in (await client.list_tools()).tools}
-            assert listed >= ALLOWED - {"grower__extra"}
+            assert listed >= ALLOWED
             assert "tasks__secret" not in listed
             assert "notes__deleteNote" not in listed
             tasks = await client.call_tool("tasks__list_tasks", {})
@@ -145,7 +146,7 @@ async def test_fifty_sdk_clients_and_our_source_list_and_call_through_the_gatewa
     async with httpx.AsyncClient() as client, at.Runtime() as runtime:
         source = await runtime.spawn(at.mcp.http(name="gateway", url=url, client=client))
         names = {d.name for d in await source.discover()}
-        assert names >= ALLOWED - {"grower__extra"}
+        assert names >= ALLOWED
         assert "tasks__secret" not in names
         assert await source.call("tasks__list_tasks", {}) == {
             "result": ["water the plants", "buy bread"]
@@ -227,6 +228,19 @@ async def test_list_changed_from_a_source_reaches_connected_clients(
         assert "grower__extra" in listed
         extra = await modern_client.call_tool("grower__extra", {})
         assert "extra" in text(extra)
+
+
+async def test_list_changed_from_an_http_source_reaches_connected_clients(
+    gateway: GatewayProcess,
+) -> None:
+    url = gateway.wait_ready()
+    async with Client(url, cache=None) as client, client.listen(tools_list_changed=True) as heard:
+        assert "growing" in text(await client.call_tool("tasks__grow", {}))
+        with anyio.fail_after(20):
+            async for event in heard:
+                assert type(event).__name__ == "ToolsListChanged"
+                break
+        assert "grown" in text(await client.call_tool("tasks__grown", {}))
 
 
 async def test_sighup_refreshes_the_catalog_and_tells_clients(gateway: GatewayProcess) -> None:

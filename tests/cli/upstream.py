@@ -68,6 +68,18 @@ def tasks_app() -> Any:
         return "the secret"
 
     @server.tool()
+    async def grow(ctx: Context) -> str:
+        """Add the tool `grown`, and say that the tools changed (to subscriptions/listen)."""
+
+        def grown() -> str:
+            """A tool that was not there at first."""
+            return "grown"
+
+        server.add_tool(grown)
+        await ctx.notify_tools_changed()
+        return "growing"
+
+    @server.tool()
     async def slow(seconds: float) -> str:
         """Answer after some seconds."""
         await anyio.sleep(seconds)
