@@ -45,7 +45,7 @@ def test_inspect_prints_an_mcp_servers_tools_one_line_each(tasks_url: str) -> No
     rows = dict(line.split("\t", 1) for line in done.stdout.splitlines() if "\t" in line)
     assert rows["list_tasks"].startswith("read-only\tList the tasks.")
     assert rows["delete_task"].startswith("destructive\t")
-    assert set(rows) == {"list_tasks", "delete_task", "secret", "slow"}
+    assert set(rows) == {"list_tasks", "delete_task", "secret", "grow", "slow"}
     assert "t0k3n" not in done.stdout + done.stderr
 
 
@@ -53,7 +53,7 @@ def test_inspect_json_is_the_catalog_as_the_codec_writes_it(tasks_url: str) -> N
     done = run("inspect", tasks_url, "--json")
     assert done.returncode == 0, done.stderr
     definitions = at.catalog.load(list[at.ToolDefinition], json.loads(done.stdout))
-    assert [d.name for d in definitions] == ["list_tasks", "delete_task", "secret", "slow"]
+    assert [d.name for d in definitions] == ["list_tasks", "delete_task", "secret", "grow", "slow"]
 
 
 def test_inspect_an_openapi_document_lists_what_it_skipped_and_why() -> None:
