@@ -7,6 +7,12 @@ tools-only client, through the public API a host uses (a runtime, a spawned sour
 call), and exits 0 when every step succeeded, 1 when a step failed (the failure is printed).
 
 The source speaks whatever era the mock server speaks: nothing here picks a protocol version.
+For an ``auth/*`` scenario the source's client is given the official SDK's OAuth provider,
+exactly as ``amends-toolkit serve`` gives it to an ``auth = "oauth"`` source (through
+:func:`amends_toolkit.cli._oauth.oauth_provider`): the provider authorizes, the source never sees
+a token. The authorization step a person would take in a browser is taken by fetching the
+authorization URL and reading the code from its redirect.
+
 ``run.sh`` runs it (see ``README.md`` beside it).
 """
 
@@ -16,10 +22,14 @@ import json
 import logging
 import os
 import sys
+from contextlib import AsyncExitStack
 from typing import TYPE_CHECKING
+from urllib.parse import parse_qs, urlsplit
 
 import anyio
 import httpx
+import httpx2
+from mcp.shared.auth import AuthorizationCodeResult
 
 import amends_toolkit as at
 
@@ -128,6 +138,19 @@ async def _echo_schema(
     print(await source.call("json_schema_echo", {"schema": focal.input_schema}))
 
 
+async def _first_tool(
+    source: at.ToolSource, definitions: Sequence[ToolDefinition], context: JsonObject
+) -> None:
+    """Call the first tool (an authorized call; a scenario may ask for more scope on it)."""
+    del context
+    if definitions:
+        first = definitions[0]
+        try:
+            print(first.name, await source.call(first.name, _stub_input(first)))
+        except at.CallFailedError as error:
+            print(first.name, "failed:", error.message)
+
+
 _SCENARIOS: dict[str, Scenario] = {
     "initialize": _list_only,
     "tools_call": _add_numbers,
@@ -140,13 +163,78 @@ _SCENARIOS: dict[str, Scenario] = {
     "json-schema-2020-12-preservation": _echo_schema,
     "sep-2322-client-request-state": _input_required,
 }
-"""What each scenario asks of a tools-only client after discover; any other scenario (auth/*,
-request state, elicitation) only lists, which is all this source does without a host's help."""
+"""What each scenario asks of a tools-only client after discover; an ``auth/*`` scenario lists
+and calls the first tool; any other (elicitation) only lists."""
+
+REDIRECT_URI = "http://localhost:3000/callback"
+CLIENT_METADATA_URL = "https://conformance-test.local/client-metadata.json"
+
+
+class _Browser:
+    """What a person's browser does: open the authorization URL, come back with the code."""
+
+    def __init__(self) -> None:
+        self._answer: AuthorizationCodeResult | None = None
+
+    async def open(self, url: str) -> None:
+        async with httpx.AsyncClient() as client:
+            response = await client.get(url, follow_redirects=False)
+        query = parse_qs(urlsplit(response.headers.get("location", "")).query)
+        if "code" not in query:
+            raise SystemExit(f"the authorization server gave no code (HTTP {response.status_code})")
+        self._answer = AuthorizationCodeResult(
+            code=query["code"][0],
+            state=query.get("state", [None])[0],
+            iss=query.get("iss", [None])[0],
+        )
+
+    async def come_back(self) -> AuthorizationCodeResult:
+        if self._answer is None:
+            raise SystemExit("no authorization code: the browser step did not run")
+        answer, self._answer = self._answer, None
+        return answer
+
+
+async def _client(
+    stack: AsyncExitStack, url: str, scenario: str, context: JsonObject
+) -> httpx.AsyncClient | httpx2.AsyncClient:
+    """The host's client: plain, or for ``auth/*`` with the SDK's OAuth provider as its auth."""
+    if not scenario.startswith("auth/"):
+        return await stack.enter_async_context(httpx.AsyncClient())
+    from mcp.shared.auth import OAuthClientInformationFull
+    from pydantic import AnyUrl
+
+    from amends_toolkit.cli._oauth import MemoryTokenStorage, oauth_provider
+
+    storage = MemoryTokenStorage()
+    client_id, secret = context.get("client_id"), context.get("client_secret")
+    if isinstance(client_id, str):  # a client registered beforehand (pre-registration)
+        await storage.set_client_info(
+            OAuthClientInformationFull(
+                client_id=client_id,
+                client_secret=secret if isinstance(secret, str) else None,
+                redirect_uris=[AnyUrl(REDIRECT_URI)],
+                token_endpoint_auth_method="client_secret_basic" if secret else "none",
+            )
+        )
+    browser = _Browser()
+    auth = oauth_provider(
+        server_url=url,
+        storage=storage,
+        redirect_uri=REDIRECT_URI,
+        redirect_handler=browser.open,
+        callback_handler=browser.come_back,
+        client_name="amends-toolkit-conformance",
+        client_metadata_url=CLIENT_METADATA_URL,
+    )
+    return await stack.enter_async_context(httpx2.AsyncClient(auth=auth))
 
 
 async def main(url: str, scenario: str, context: JsonObject) -> int:
-    steps = _SCENARIOS.get(scenario, _list_only)
-    async with httpx.AsyncClient() as client, at.Runtime() as runtime:
+    steps = _SCENARIOS.get(scenario, _first_tool if scenario.startswith("auth/") else _list_only)
+    async with AsyncExitStack() as stack:
+        client = await _client(stack, url, scenario, context)
+        runtime = await stack.enter_async_context(at.Runtime())
         source = await runtime.spawn(at.mcp.http(name="conformance", url=url, client=client))
         try:
             definitions = await source.discover()

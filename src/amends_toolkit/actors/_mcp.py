@@ -38,6 +38,7 @@ from amends_toolkit.actors._mcp_errors import (
     error_for_rpc,
     error_for_status,
 )
+from amends_toolkit.actors._mcp_listen import listen_request, relay_list_changed
 from amends_toolkit.actors._mcp_listing import list_tools
 from amends_toolkit.protocols.http import check_client, outcome, retry_after
 from amends_toolkit.protocols.mcp._headers import HeaderMark, encode_value, param_headers
@@ -153,9 +154,17 @@ class McpHttpSource:
     """An MCP server over Streamable HTTP as a tool source; build it with ``at.mcp.http``."""
 
     def __init__(
-        self, *, name: str, url: str, client: HttpClient, timeout: float, end_timeout: float
+        self,
+        *,
+        name: str,
+        url: str,
+        client: HttpClient,
+        timeout: float,
+        end_timeout: float,
+        on_list_changed: Callable[[], None] | None = None,
     ) -> None:
         self._name = name
+        self._on_list_changed = on_list_changed
         self._timeout = timeout
         self._end_timeout = min(timeout, end_timeout)
         self._wire = HttpWire(client=client, url=url, timeout=timeout)
@@ -223,9 +232,11 @@ class McpHttpSource:
             async with anyio.create_task_group() as tasks:
                 await tasks.start(live.loop.run)
                 self._live = live
+                if self._on_list_changed is not None:
+                    tasks.start_soon(relay_list_changed, self, self._on_list_changed)
                 try:
                     yield
-                except Exception as error:  # the holder's own: raised as itself below
+                except Exception as error:  # noqa: BLE001 - the holder's own: raised as itself below
                     raised = error
                 finally:
                     self._live = None
@@ -270,6 +281,17 @@ class McpHttpSource:
         raise UnavailableError(
             source=self._name, message=f"no answer within {self._timeout} seconds"
         )
+
+    async def listen_once(self, notified: Callable[[str], None]) -> None:
+        """Hold one stream of the server's notifications open until it ends (see
+        :mod:`amends_toolkit.actors._mcp_listen`)."""
+        live = self._running()
+        if await self._ensure_era(live) == "modern":
+            message = listen_request(next(live.ids))
+            headers = _modern_headers("subscriptions/listen")
+        else:
+            message, headers = None, (await self._ensure_session(live)).headers()
+        await self._wire.listen(message, headers=headers, on_notification=notified)
 
     async def _bounded(self, method: str, operation: Callable[[], Awaitable[_T]]) -> _T:
         """Run an operation under the source's ``timeout``, its protocol failures as reasons.
@@ -604,6 +626,7 @@ def http(
     client: HttpClient,
     timeout: float = 60.0,
     end_timeout: float = 5.0,
+    on_list_changed: Callable[[], None] | None = None,
 ) -> McpHttpSource:
     """The source of an MCP server over Streamable HTTP.
 
@@ -618,6 +641,10 @@ def http(
         end_timeout: Seconds the source waits, when its actor stops, for the DELETE that ends
             its session, and for the ``notifications/cancelled`` of a cancelled call (never
             longer than ``timeout``).
+        on_list_changed: Called each time the server says its tools changed
+            (``notifications/tools/list_changed``), so that a host discovers again; it must
+            not block. With it, the source holds a stream of the server's notifications open
+            while its actor runs (``subscriptions/listen``, or a session's GET stream).
 
     Raises:
         ValueError: an empty name, a URL that is not absolute http(s), or a timeout that is
@@ -648,6 +675,13 @@ def http(
         or end_timeout <= 0
     ):
         raise ValueError("end_timeout must be a positive number of seconds, such as 5.0")
+    if on_list_changed is not None and not callable(on_list_changed):
+        raise TypeError("on_list_changed must be a function of no arguments, or None")
     return McpHttpSource(
-        name=name, url=url, client=client, timeout=float(timeout), end_timeout=float(end_timeout)
+        name=name,
+        url=url,
+        client=client,
+        timeout=float(timeout),
+        end_timeout=float(end_timeout),
+        on_list_changed=on_list_changed,
     )

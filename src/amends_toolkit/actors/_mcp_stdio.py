@@ -34,6 +34,7 @@ from amends_toolkit._errors import (
 from amends_toolkit._log import get_logger
 from amends_toolkit._progress import listener
 from amends_toolkit.actors._mcp_errors import error_for_rpc
+from amends_toolkit.actors._mcp_listen import LIST_CHANGED
 from amends_toolkit.actors._mcp_listing import list_tools
 from amends_toolkit.protocols.mcp._jsonrpc import (
     SESSION_VERSIONS,
@@ -92,8 +93,10 @@ class McpStdioSource:
         cwd: str | os.PathLike[str] | None,
         timeout: float,
         end_timeout: float,
+        on_list_changed: Callable[[], None] | None = None,
     ) -> None:
         self._name = name
+        self._on_list_changed = on_list_changed
         self._command = command
         self._args = tuple(args)
         self._env = dict(env) if env is not None else None
@@ -166,6 +169,7 @@ class McpStdioSource:
                 write_timeout=self._timeout,
                 close_grace=self._end_timeout,
                 terminate_grace=self._end_timeout,
+                on_notification=self._notified,
             ) as connection,
             anyio.create_task_group() as tasks,
         ):
@@ -177,7 +181,7 @@ class McpStdioSource:
             self._live = live
             try:
                 yield
-            except Exception as error:  # the holder's own: raised as itself below
+            except Exception as error:  # noqa: BLE001 - the holder's own: raised as itself below
                 raised = error
             finally:
                 self._live = None
@@ -186,6 +190,11 @@ class McpStdioSource:
             # Not wrapped in the task groups' groups: `except UnavailableError` around the
             # block sees it.
             raise raised
+
+    def _notified(self, method: str) -> None:
+        if method == LIST_CHANGED and self._on_list_changed is not None:
+            _log.info("mcp.tools_changed", source=self._name)
+            self._on_list_changed()
 
     async def _bounded(self, method: str, operation: Callable[[], Awaitable[_T]]) -> _T:
         """Run an operation under the source's ``timeout``, its protocol failures as reasons."""
@@ -287,6 +296,7 @@ def stdio(
     cwd: str | os.PathLike[str] | None = None,
     timeout: float = 60.0,
     end_timeout: float = 2.0,
+    on_list_changed: Callable[[], None] | None = None,
 ) -> McpStdioSource:
     """The source of an MCP server run as a subprocess, spoken to over its stdin and stdout.
 
@@ -307,6 +317,9 @@ def stdio(
             told the request is cancelled.
         end_timeout: Seconds each step of ending the process is waited for when the actor
             stops: stdin closed, then SIGTERM, then SIGKILL.
+        on_list_changed: Called (from the task that reads the server) each time the server
+            says its tools changed (``notifications/tools/list_changed``), so a host can
+            discover again; it must not block.
 
     Raises:
         ValueError: an empty name or command, or a timeout that is not a positive number.
@@ -341,6 +354,8 @@ def stdio(
         or end_timeout <= 0
     ):
         raise ValueError("end_timeout must be a positive number of seconds, such as 2.0")
+    if on_list_changed is not None and not callable(on_list_changed):
+        raise TypeError("on_list_changed must be a function of no arguments, or None")
     return McpStdioSource(
         name=name,
         command=command,
@@ -349,4 +364,5 @@ def stdio(
         cwd=cwd,
         timeout=float(timeout),
         end_timeout=float(end_timeout),
+        on_list_changed=on_list_changed,
     )

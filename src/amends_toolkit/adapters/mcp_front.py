@@ -163,6 +163,22 @@ class ToolkitServer:
                 read_stream, write_stream, self.server.create_initialization_options()
             )
 
+    def replace(self, toolkit: Toolkit, *, members: Iterable[Member] = ()) -> None:
+        """Serve another toolkit from now on (a refreshed catalog), with the same options.
+
+        Calls running finish on the toolkit they began on; the next ``tools/list`` and
+        ``tools/call`` see the new one. Telling clients that the list changed is the host's.
+        """
+        fresh = ToolkitServer(
+            toolkit,
+            name=self.server.name,
+            approve=None if self._approve is _never else self._approve,
+            on_error=self._on_error,
+            timeout=self._timeout,
+            members=members,
+        )
+        self.toolkit, self._tools = fresh.toolkit, fresh._tools
+
     def _input_schema(self, name: str) -> Mapping[str, Any] | None:
         tool = self.toolkit.tools.get(name)
         return None if tool is None else tool.input_schema

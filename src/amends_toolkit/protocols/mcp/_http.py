@@ -48,6 +48,7 @@ __all__ = (
     "HttpClient",
     "HttpResponse",
     "HttpWire",
+    "ListenRefused",
     "ServerRequestHandler",
     "StreamEnded",
     "Unreachable",
@@ -61,6 +62,8 @@ MAX_RESUMES: Final = 5
 """How many times one request's broken event stream is resumed before it counts as lost."""
 MAX_RETRY_DELAY: Final = 10.0
 """The longest wait (seconds) before resuming, whatever ``retry`` the server asked for."""
+MAX_LISTEN_EVENT: Final = 65_536
+"""The most bytes one event of a listening stream may take (a notification is small)."""
 DEFAULT_RETRY_DELAY: Final = 1.0
 """The wait before resuming when the stream gave no ``retry``."""
 
@@ -100,6 +103,10 @@ notifications that come before the answer (a call's progress)."""
 
 class Unreachable(Exception):
     """The request did not reach the server, or its answer broke off (a network failure)."""
+
+
+class ListenRefused(Exception):
+    """The server answered a request for a stream of notifications with something else."""
 
 
 class StreamEnded(Exception):
@@ -192,6 +199,62 @@ class HttpWire:
         if found is None and ok:
             raise ProtocolError("the answer holds no response to the request")
         return Answer(status=status, message=found, session_id=session_id, retry_after=retry_after)
+
+    async def listen(
+        self,
+        message: JsonObject | None,
+        *,
+        headers: Mapping[str, str],
+        on_notification: Callable[[str], None],
+    ) -> None:
+        """Hold a stream of the server's notifications open, telling each one's method.
+
+        ``message`` is a request whose answer is the stream (2026-07-28
+        ``subscriptions/listen``), sent with POST; ``None`` opens a session's standalone stream
+        with GET. Returns when the server ends the stream (or answers the request).
+
+        Raises:
+            ListenRefused: the server offers no such stream (any status but 200 with an
+                event stream).
+            Unreachable: no connection, or the stream broke off.
+            ProtocolError: an event larger than ``MAX_LISTEN_EVENT`` bytes.
+        """
+        sent = {"Accept": ACCEPT if message is not None else "text/event-stream", **headers}
+        if message is not None:
+            sent["Content-Type"] = "application/json"
+        try:
+            async with self.client.stream(
+                "POST" if message is not None else "GET",
+                self.url,
+                content=None if message is None else encode(message),
+                headers=sent,
+                # A listening stream is quiet for as long as nothing changes.
+                timeout=None,
+            ) as response:
+                kind = _media_type(response.headers.get("content-type"))
+                if response.status_code != 200 or kind != "text/event-stream":
+                    raise ListenRefused(
+                        f"HTTP {response.status_code} with {kind or 'no content type'}"
+                    )
+                parser = SseParser()
+                pending = 0
+                async for chunk in response.aiter_bytes():
+                    pending += len(chunk)
+                    events = parser.feed(chunk)
+                    if events:
+                        pending = 0
+                    elif pending > MAX_LISTEN_EVENT:
+                        raise ProtocolError("an event of the listening stream is too large")
+                    for event in events:
+                        if event.event != "message" or not event.data.strip():
+                            continue
+                        for received in decode(event.data):
+                            if isinstance(received, Notification):
+                                on_notification(received.method)
+                            elif isinstance(received, Response | ErrorResponse):
+                                return  # the subscription's end
+        except transport_errors() as error:
+            raise Unreachable(f"listening failed: {type(error).__name__}") from None
 
     async def delete(self, headers: Mapping[str, str]) -> int:
         """End a session (DELETE); the status, which the caller only logs.

@@ -187,8 +187,16 @@ class StdioConnection:
     Open it with :meth:`open`; send with :meth:`request` and :meth:`notify` from any task.
     """
 
-    def __init__(self, process: Process, *, name: str, write_timeout: float) -> None:
+    def __init__(
+        self,
+        process: Process,
+        *,
+        name: str,
+        write_timeout: float,
+        on_notification: Callable[[str], None] | None = None,
+    ) -> None:
         self._process = process
+        self._on_notification = on_notification
         self._name = name
         self._write_timeout = write_timeout
         self._ids = itertools.count(1)
@@ -215,8 +223,11 @@ class StdioConnection:
         write_timeout: float,
         close_grace: float = CLOSE_GRACE,
         terminate_grace: float = TERMINATE_GRACE,
+        on_notification: Callable[[str], None] | None = None,
     ) -> AsyncIterator[StdioConnection]:
         """Start the server and hold it; at the end, end it (bounded and shielded).
+
+        ``on_notification`` is told the method of each notification the server sends.
 
         Raises:
             StartFailed: the command could not be started (no such file, not executable), an
@@ -231,7 +242,9 @@ class StdioConnection:
             process = await anyio.open_process([command, *args], env=environment, cwd=cwd)
         except OSError as error:
             raise _start_failed(command, cwd, error) from error
-        connection = cls(process, name=name, write_timeout=write_timeout)
+        connection = cls(
+            process, name=name, write_timeout=write_timeout, on_notification=on_notification
+        )
         _log.info("mcp.stdio_started", source=name, pid=process.pid)
         try:
             async with anyio.create_task_group() as tasks:
@@ -459,6 +472,8 @@ class StdioConnection:
                 if pending.notes is not None:
                     with suppress(anyio.WouldBlock):
                         pending.notes.send_nowait(message)
+            if self._on_notification is not None:
+                self._on_notification(message.method)
 
     async def _answer(self, message: Request) -> None:
         """A server's ``ping`` is answered as the spec asks; its other requests are refused."""

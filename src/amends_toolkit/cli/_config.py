@@ -1,0 +1,435 @@
+"""The gateway's configuration: a TOML file, read with ``tomllib``, into frozen data.
+
+The keys are binding (hosts rely on them)::
+
+    [[sources]]                 # one table per source
+    name = "tasks"
+    mcp = "https://tasks.example.com/mcp"     # or stdio = ["cmd", "arg"], or openapi = "doc.json"
+    headers = { Authorization = "Bearer ${TASKS_TOKEN}" }   # values only from the environment
+    timeout = 30
+
+    [policy]                    # globs over model-facing names; the most restrictive match wins
+    allow = ["tasks__list_*"]
+    approve = ["tasks__delete_*"]
+    block = []
+
+    [serve]
+    host = "127.0.0.1"
+    port = 8765
+    path = "/mcp"
+    presentation = "tools"      # or "search", "code"
+
+A mistake is a :class:`ConfigError` naming the file, the line (where the key is written in the
+file) and the fix; nothing is guessed and no key is ignored.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import tomllib
+from pathlib import Path
+from typing import Final, Literal
+
+import attrs
+
+__all__ = (
+    "ConfigError",
+    "GatewayConfig",
+    "PolicyConfig",
+    "ServeConfig",
+    "SourceConfig",
+    "expand_header",
+    "is_env_template",
+    "load_config",
+)
+
+Presentation = Literal["tools", "search", "code"]
+SourceKind = Literal["mcp", "stdio", "openapi"]
+
+_ENV_VALUE: Final = re.compile(
+    r"^(?P<scheme>(?:Bearer|Basic|Token) )?\$\{(?P<var>[A-Za-z_][A-Za-z0-9_]*)\}$"
+)
+"""A header value: ``${VAR}``, optionally after an auth scheme (a scheme word is no secret)."""
+_NAME: Final = re.compile(r"^[A-Za-z0-9_-]{1,32}$")
+_SOURCE_KEYS: Final = frozenset(
+    ("name", "mcp", "stdio", "openapi", "base_url", "env", "cwd", "headers", "timeout", "auth",
+     "token_file", "redirect_uri")
+)  # fmt: skip
+_SERVE_KEYS: Final = frozenset(
+    (
+        "host",
+        "port",
+        "path",
+        "presentation",
+        "refresh_interval",
+        "grace",
+        "call_timeout",
+        "replica",
+        "replicas",
+    )
+)
+_POLICY_KEYS: Final = frozenset(("allow", "approve", "block"))
+
+
+class ConfigError(ValueError):
+    """The configuration is wrong: the message names the file, the line and the fix."""
+
+
+@attrs.frozen(kw_only=True)
+class SourceConfig:
+    """One ``[[sources]]`` table."""
+
+    name: str
+    kind: SourceKind
+    target: str
+    """The MCP URL, the OpenAPI document's path, or the stdio command."""
+    args: tuple[str, ...] = ()
+    env: dict[str, str] | None = None
+    cwd: str | None = None
+    base_url: str | None = None
+    headers: dict[str, str] = attrs.field(factory=dict)
+    """Header name to its template (``${VAR}``), expanded from the environment at start."""
+    timeout: float | None = None
+    auth: Literal["oauth"] | None = None
+    token_file: Path | None = None
+    redirect_uri: str = "http://127.0.0.1:8976/callback"
+
+
+@attrs.frozen(kw_only=True)
+class PolicyConfig:
+    """The ``[policy]`` table: glob patterns over model-facing names."""
+
+    allow: tuple[str, ...] = ()
+    approve: tuple[str, ...] = ()
+    block: tuple[str, ...] = ()
+
+
+@attrs.frozen(kw_only=True)
+class ServeConfig:
+    """The ``[serve]`` table."""
+
+    host: str = "127.0.0.1"
+    port: int = 8765
+    path: str = "/mcp"
+    presentation: Presentation = "tools"
+    refresh_interval: float | None = None
+    """Seconds between catalog refreshes; none when not given (SIGHUP and list_changed still)."""
+    grace: float = 10.0
+    """Seconds running calls may take to finish once the gateway is told to stop."""
+    call_timeout: float | None = None
+    """Seconds a call may run in a source's actor; none when not given."""
+    replica: int | None = None
+    """This gateway's place (from 1) among the servers of a balancer that hashes session ids."""
+    replicas: int | None = None
+    """How many servers that balancer has (see ``deploy/``)."""
+
+
+@attrs.frozen(kw_only=True)
+class GatewayConfig:
+    """A whole configuration file."""
+
+    path: Path
+    sources: tuple[SourceConfig, ...]
+    policy: PolicyConfig
+    serve: ServeConfig
+
+
+def load_config(path: Path) -> GatewayConfig:
+    """Read and check a configuration file.
+
+    Raises:
+        ConfigError: the file cannot be read, is no TOML, or a key is wrong (with its line).
+    """
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as error:
+        raise ConfigError(f"{path}: cannot read the configuration ({error.strerror})") from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        raise ConfigError(f"{path}: not TOML: {error}") from None
+    return _Reader(path, text).read(data)
+
+
+def is_env_template(value: object) -> bool:
+    """Whether a header's value is taken from the environment (``${VAR}``, ``Bearer ${VAR}``)."""
+    return isinstance(value, str) and _ENV_VALUE.match(value) is not None
+
+
+def expand_header(template: str, environ: dict[str, str] | None = None) -> str:
+    """A header's value from its template (``${VAR}``) and the environment.
+
+    Raises:
+        KeyError: the variable is not set (its name is the error's argument).
+    """
+    match = _ENV_VALUE.match(template)
+    assert match is not None  # checked when the configuration was read
+    values = os.environ if environ is None else environ
+    var = match["var"]
+    if not values.get(var):
+        raise KeyError(var)
+    return f"{match['scheme'] or ''}{values[var]}"
+
+
+class _Reader:
+    def __init__(self, path: Path, text: str) -> None:
+        self.path = path
+        self.lines = text.splitlines()
+        # Where each table begins: ("sources", 3) for the first [[sources]] at line 3, ...
+        self.tables: list[tuple[str, int]] = []
+        for number, line in enumerate(self.lines, start=1):
+            header = re.match(r"^\s*\[\[?\s*([A-Za-z_.]+)\s*\]\]?", line)
+            if header:
+                self.tables.append((header[1], number))
+
+    def fail(
+        self, problem: str, *, table: str, index: int = 0, key: str | None = None
+    ) -> ConfigError:
+        line = self._line(table, index, key)
+        where = f"{self.path}:{line}" if line else str(self.path)
+        return ConfigError(f"{where}: {problem}")
+
+    def _line(self, table: str, index: int, key: str | None) -> int | None:
+        starts = [n for name, n in self.tables if name == table]
+        if index >= len(starts):
+            return None
+        start = starts[index]
+        ends = [n for _, n in self.tables if n > start]
+        end = ends[0] if ends else len(self.lines) + 1
+        if key is None:
+            return start
+        pattern = re.compile(rf"^\s*\"?{re.escape(key)}\"?\s*=")
+        for number in range(start + 1, end):
+            if pattern.match(self.lines[number - 1]):
+                return number
+        return start
+
+    def read(self, data: dict[str, object]) -> GatewayConfig:
+        unknown = sorted(set(data) - {"sources", "policy", "serve"})
+        if unknown:
+            raise ConfigError(
+                f"{self.path}: unknown table or key {unknown[0]!r}; "
+                "the keys are [[sources]], [policy] and [serve]"
+            )
+        raw_sources = data.get("sources")
+        if not isinstance(raw_sources, list) or not raw_sources:
+            raise ConfigError(f"{self.path}: no [[sources]]: name at least one source")
+        sources = tuple(self._source(i, raw) for i, raw in enumerate(raw_sources))
+        seen: set[str] = set()
+        for i, source in enumerate(sources):
+            if source.name in seen:
+                raise self.fail(
+                    f"two sources are named {source.name!r}: give each its own name",
+                    table="sources", index=i, key="name",
+                )  # fmt: skip
+            seen.add(source.name)
+        return GatewayConfig(
+            path=self.path,
+            sources=sources,
+            policy=self._policy(data.get("policy", {})),
+            serve=self._serve(data.get("serve", {})),
+        )
+
+    def _source(self, index: int, raw: object) -> SourceConfig:
+        def fail(problem: str, key: str | None = None) -> ConfigError:
+            return self.fail(problem, table="sources", index=index, key=key)
+
+        if not isinstance(raw, dict):
+            raise fail("a source must be a table ([[sources]])")
+        for key in raw:
+            if key not in _SOURCE_KEYS:
+                raise fail(
+                    f"unknown key {key!r} in a source; the keys are {', '.join(sorted(_SOURCE_KEYS))}",
+                    key,
+                )
+        name = raw.get("name")
+        if not isinstance(name, str) or not _NAME.match(name):
+            raise fail(
+                "name must be 1 to 32 letters, digits, '_' or '-', such as name = \"tasks\"", "name"
+            )
+        kinds = [kind for kind in ("mcp", "stdio", "openapi") if kind in raw]
+        if len(kinds) != 1:
+            raise fail(
+                f'source {name!r} needs exactly one of mcp = "URL", stdio = ["command", ...] '
+                'or openapi = "PATH"',
+                kinds[1] if len(kinds) > 1 else "name",
+            )
+        kind: SourceKind = kinds[0]  # type: ignore[assignment]
+        value = raw[kind]
+        args: tuple[str, ...] = ()
+        if kind == "stdio":
+            if not (
+                isinstance(value, list) and value and all(isinstance(v, str) and v for v in value)
+            ):
+                raise fail("stdio must be a list of strings, the command then its arguments", kind)
+            target, args = value[0], tuple(value[1:])
+        elif not isinstance(value, str) or not value:
+            raise fail(f"{kind} must be a string", kind)
+        else:
+            target = value
+        if kind == "mcp" and not re.match(r"^https?://[^/\s]+", target):
+            raise fail("mcp must be an absolute http:// or https:// URL of the MCP endpoint", kind)
+        if kind == "openapi":
+            document = Path(target)
+            if not document.is_absolute():
+                target = str(self.path.parent / document)
+        base_url = raw.get("base_url")
+        if kind == "openapi":
+            if not isinstance(base_url, str) or not re.match(r"^https?://[^/\s]+", base_url):
+                raise fail(
+                    'an openapi source needs base_url = "https://..." (where requests go)',
+                    "base_url",
+                )
+        elif base_url is not None:
+            raise fail("base_url is for openapi sources only", "base_url")
+        for key in ("env", "cwd"):
+            if key in raw and kind != "stdio":
+                raise fail(f"{key} is for stdio sources only", key)
+        env = raw.get("env")
+        if env is not None and not (
+            isinstance(env, dict) and all(isinstance(v, str) for v in env.values())
+        ):
+            raise fail(
+                'env must be a table of strings, such as env = { LOG_LEVEL = "info" }', "env"
+            )
+        cwd = raw.get("cwd")
+        if cwd is not None and not isinstance(cwd, str):
+            raise fail("cwd must be a path", "cwd")
+        headers = raw.get("headers", {})
+        if kind == "stdio" and "headers" in raw:
+            raise fail(
+                "headers are for mcp and openapi sources (give a stdio server env)", "headers"
+            )
+        if not isinstance(headers, dict):
+            raise fail(
+                'headers must be a table, such as headers = { Authorization = "Bearer ${TOKEN}" }',
+                "headers",
+            )
+        for header, template in headers.items():
+            if not is_env_template(template):
+                raise fail(
+                    f'header {header!r} must take its value from the environment, as "${{VAR}}" '
+                    '(or "Bearer ${VAR}"): a secret written in the file is refused',
+                    "headers",
+                )
+        timeout = raw.get("timeout")
+        if timeout is not None and not _positive(timeout):
+            raise fail("timeout must be a positive number of seconds", "timeout")
+        auth = raw.get("auth")
+        if auth is not None and (auth != "oauth" or kind != "mcp"):
+            raise fail('auth may only be "oauth", on an mcp source', "auth")
+        token_file = raw.get("token_file")
+        if auth == "oauth" and not isinstance(token_file, str):
+            raise fail(
+                'auth = "oauth" needs token_file = "PATH" (where the tokens are kept)', "auth"
+            )
+        if auth is None and "token_file" in raw:
+            raise fail('token_file goes with auth = "oauth"', "token_file")
+        redirect_uri = raw.get("redirect_uri", SourceConfig.__attrs_attrs__.redirect_uri.default)
+        if not isinstance(redirect_uri, str) or not re.match(
+            r"^http://(127\.0\.0\.1|localhost):\d+/", redirect_uri
+        ):
+            raise fail(
+                "redirect_uri must be http://127.0.0.1:PORT/PATH (the gateway listens there)",
+                "redirect_uri",
+            )
+        return SourceConfig(
+            name=name,
+            kind=kind,
+            target=target,
+            args=args,
+            env=dict(env) if env is not None else None,
+            cwd=cwd,
+            base_url=base_url,
+            headers=dict(headers),
+            timeout=float(timeout) if timeout is not None else None,
+            auth=auth,
+            token_file=(self.path.parent / token_file) if isinstance(token_file, str) else None,
+            redirect_uri=redirect_uri,
+        )
+
+    def _policy(self, raw: object) -> PolicyConfig:
+        if not isinstance(raw, dict):
+            raise self.fail("[policy] must be a table", table="policy")
+        lists: dict[str, tuple[str, ...]] = {}
+        for key, value in raw.items():
+            if key not in _POLICY_KEYS:
+                raise self.fail(
+                    f"unknown key {key!r} in [policy]; the keys are allow, approve and block",
+                    table="policy", key=key,
+                )  # fmt: skip
+            if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+                raise self.fail(
+                    f"{key} must be a list of glob patterns, such as {key} = [\"tasks__*\"]",
+                    table="policy", key=key,
+                )  # fmt: skip
+            lists[key] = tuple(value)
+        return PolicyConfig(**lists)
+
+    def _serve(self, raw: object) -> ServeConfig:
+        if not isinstance(raw, dict):
+            raise self.fail("[serve] must be a table", table="serve")
+
+        def fail(problem: str, key: str) -> ConfigError:
+            return self.fail(problem, table="serve", key=key)
+
+        for key in raw:
+            if key not in _SERVE_KEYS:
+                raise fail(
+                    f"unknown key {key!r} in [serve]; the keys are {', '.join(sorted(_SERVE_KEYS))}",
+                    key,
+                )
+        options: dict[str, object] = {}
+        host = raw.get("host", "127.0.0.1")
+        if not isinstance(host, str) or not host:
+            raise fail('host must be an address, such as host = "127.0.0.1"', "host")
+        options["host"] = host
+        port = raw.get("port", 8765)
+        if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
+            raise fail("port must be a number from 0 to 65535 (0: any free port)", "port")
+        options["port"] = port
+        path = raw.get("path", "/mcp")
+        if (
+            not isinstance(path, str)
+            or not path.startswith("/")
+            or path in ("/healthz", "/metrics")
+        ):
+            raise fail("path must begin with '/' and not be /healthz or /metrics", "path")
+        options["path"] = path
+        presentation = raw.get("presentation", "tools")
+        if presentation not in ("tools", "search", "code"):
+            raise fail('presentation must be "tools", "search" or "code"', "presentation")
+        options["presentation"] = presentation
+        for key in ("refresh_interval", "grace", "call_timeout"):
+            if key in raw:
+                if not _positive(raw[key]):
+                    raise fail(f"{key} must be a positive number of seconds", key)
+                options[key] = float(raw[key])
+        replica, replicas = raw.get("replica"), raw.get("replicas")
+        if (replica is None) != (replicas is None):
+            raise fail(
+                "replica and replicas go together, such as replica = 1 and replicas = 2",
+                "replica" if replica is not None else "replicas",
+            )
+        if replica is not None:
+            if not (
+                isinstance(replica, int)
+                and isinstance(replicas, int)
+                and not isinstance(replica, bool)
+                and not isinstance(replicas, bool)
+                and 1 <= replica <= replicas
+            ):
+                raise fail("replica must be a whole number from 1 to replicas", "replica")
+            options["replica"], options["replicas"] = replica, replicas
+        return ServeConfig(**options)  # type: ignore[arg-type]
+
+
+def _positive(value: object) -> bool:
+    return (
+        not isinstance(value, bool)
+        and isinstance(value, int | float)
+        and math.isfinite(value)
+        and value > 0
+    )

@@ -1,0 +1,476 @@
+"""``amends-toolkit serve``: one process serving a toolkit to many MCP clients.
+
+Every source runs as an actor of one :class:`~amends_toolkit.Runtime`; the toolkit assembled
+from their catalogs under the ``[policy]`` (and presented as ``[serve] presentation`` says) is
+served over Streamable HTTP by :func:`amends_toolkit.adapters.mcp_server`, both eras on one
+endpoint, each call in a session of its own. Beside it: ``/healthz`` and ``/metrics``.
+
+The catalog is refreshed on SIGHUP, every ``refresh_interval`` seconds if given, and when a
+source says its tools changed; then the gateway's own clients are told (a session's standalone
+stream; a 2026-07-28 client's ``subscriptions/listen``). SIGINT or SIGTERM stop it: new calls
+are refused, running ones get ``grace`` seconds to finish, then sessions end and the sources'
+processes stop.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import json
+import signal
+import socket
+import sys
+import time
+from contextlib import AsyncExitStack
+from typing import TYPE_CHECKING, Any, cast
+
+import anyio
+import attrs
+import mcp_types as types
+import uvicorn
+from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from amends_toolkit import adapters
+from amends_toolkit._errors import Failure, ToolSourceError
+from amends_toolkit._log import get_logger
+from amends_toolkit.cli._metrics import GatewayMetrics
+from amends_toolkit.cli._pinning import SessionPinning
+from amends_toolkit.cli._policy import GlobPolicy
+from amends_toolkit.cli._sources import build_source
+from amends_toolkit.presentations import MontyRuntime, code_mode, tool_search
+from amends_toolkit.runtime import ActorRef, Member, Runtime, ToolEntry, Toolkit, assemble
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator, Generator
+
+    from anyio.abc import TaskGroup, TaskStatus
+    from mcp.server.context import ServerRequestContext
+    from mcp.server.session import ServerSession
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+
+    from amends_toolkit._definitions import ToolDefinition
+    from amends_toolkit._json import JsonObject, JsonValue
+    from amends_toolkit.adapters.mcp_front import ToolkitServer
+    from amends_toolkit.cli._config import GatewayConfig
+    from amends_toolkit.cli._output import Output
+    from amends_toolkit.presentations import CodeRuntime
+
+__all__ = ("Gateway",)
+
+_log = get_logger("amends_toolkit.gateway")
+
+NOTIFY_TIMEOUT = 1.0
+"""The longest the gateway waits to tell one session that the list changed."""
+MAX_SESSIONS = 10_000
+"""Sessions the gateway remembers to tell; the oldest is forgotten past it."""
+
+
+@attrs.define
+class _Call:
+    """What the layers of one call learned of it, for its log line and its metrics."""
+
+    code: str | None = None
+
+
+_CALL: contextvars.ContextVar[_Call | None] = contextvars.ContextVar("gateway_call", default=None)
+
+
+class _QuietServer(uvicorn.Server):
+    """uvicorn without its signal handlers: the gateway handles signals itself."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Generator[None, None, None]:
+        yield
+
+
+class Gateway:
+    """The ``serve`` command's process; :meth:`run` serves until it is told to stop."""
+
+    def __init__(
+        self, config: GatewayConfig, *, output: Output, approve_on_terminal: bool = False
+    ) -> None:
+        self.config = config
+        self.output = output
+        self.approve_on_terminal = approve_on_terminal
+        self.policy = GlobPolicy(config.policy)
+        self.refs: dict[str, ActorRef] = {}
+        self.catalog: dict[str, tuple[ToolDefinition, ...]] = {}
+        self.failed: dict[str, str] = {}
+        self.discovered: set[str] = set()
+        self.metrics = GatewayMetrics(lambda: {n: r.statistics() for n, r in self.refs.items()})
+        self.front: ToolkitServer | None = None
+        self.port: int | None = None
+        self._bus = InMemorySubscriptionBus()
+        # A session's latest request context, by its Mcp-Session-Id: its connection's standalone
+        # stream is where a session client hears that the list changed.
+        self._sessions: dict[str, ServerSession] = {}
+        self._reported: set[str] = set()
+        self._draining = False
+        self._in_flight = 0
+        self._idle = anyio.Event()
+        self._refresh_wanted = anyio.Event()
+        self._ask_lock = anyio.Lock()
+        self._sandbox: CodeRuntime | None = None
+        self._served: tuple[tuple[str, str, str], ...] = ()
+        self._stopper: TaskGroup | None = None
+        self.server: uvicorn.Server | None = None
+
+    # The whole life of the process.
+
+    async def run(self, *, task_status: TaskStatus[int] = anyio.TASK_STATUS_IGNORED) -> None:
+        """Start every source, discover, serve; return once stopped by SIGINT or SIGTERM."""
+        serve = self.config.serve
+        async with AsyncExitStack() as stack:
+            # Taken from the start: a signal while the sources start is handled once serving.
+            received = stack.enter_context(
+                anyio.open_signal_receiver(signal.SIGHUP, signal.SIGINT, signal.SIGTERM)
+            )
+            runtime = await stack.enter_async_context(Runtime())
+            for source_config in self.config.sources:
+                built = await build_source(source_config, stack, on_list_changed=self.want_refresh)
+                for skip in built.skipped:
+                    self.output.note(f"{source_config.name}: skipped {skip}")
+                self.refs[source_config.name] = await runtime.spawn(
+                    built.source, call_timeout=serve.call_timeout
+                )
+            if serve.presentation == "code":
+                self._sandbox = await stack.enter_async_context(MontyRuntime())
+            with self.output.status("Discovering the sources' tools"):
+                toolkit, members = await self._discover()
+            self.front = adapters.mcp_server(
+                toolkit,
+                name="amends-toolkit",
+                version="0.1.0",
+                approve=self._ask if self.approve_on_terminal else self._refuse,
+                members=members,
+            )
+            self._served = self._signature(self.front.toolkit)
+            self._instrument(self.front)
+            app = self._app(self.front)
+            served_app: Any = app
+            if serve.replicas is not None and serve.replica is not None:
+                served_app = SessionPinning(app, replica=serve.replica, replicas=serve.replicas)
+            server = _QuietServer(
+                uvicorn.Config(
+                    served_app,
+                    host=serve.host,
+                    port=serve.port,
+                    log_level="warning",
+                    lifespan="on",
+                    timeout_graceful_shutdown=1,
+                    # Longer than a balancer's upstream keep-alive (nginx: 60 s), so the
+                    # gateway never closes a connection the balancer is about to reuse.
+                    timeout_keep_alive=75,
+                    # The gateway sizes its own work: let many clients connect at once.
+                    backlog=4096,
+                )
+            )
+            self.server = server
+            listening = _listen(serve.host, serve.port)
+            served = anyio.Event()
+
+            async def serve_http() -> None:
+                try:
+                    await server.serve(sockets=[listening])
+                finally:
+                    served.set()
+
+            async with anyio.create_task_group() as tasks:
+                tasks.start_soon(serve_http)
+                while not server.started and not served.is_set():  # noqa: ASYNC110 - uvicorn offers no event
+                    await anyio.sleep(0.01)
+                self.port = listening.getsockname()[1]
+                self._report_ready()
+                task_status.started(self.port)
+                tasks.start_soon(self._refreshes)
+                tasks.start_soon(self._signals, received)
+                await served.wait()
+                tasks.cancel_scope.cancel()
+        _log.info("gateway.stopped")
+
+    def _report_ready(self) -> None:
+        assert self.front is not None
+        serve = self.config.serve
+        self.output.served(
+            f"http://{serve.host}:{self.port}{serve.path}",
+            self.front.toolkit,
+            failed=self.failed,
+        )
+        if not self.approve_on_terminal and any(
+            t.needs_approval is not False for t in self.front.toolkit.tools.values()
+        ):
+            self.output.note(
+                "calls that need approval will be refused: run with --approve-on-terminal "
+                "to be asked on this terminal"
+            )
+
+    async def _signals(self, received: AsyncIterator[int]) -> None:
+        # Held until the server has stopped: a second SIGTERM while calls drain changes nothing.
+        async with anyio.create_task_group() as tasks:
+            self._stopper = tasks
+            async for signum in received:
+                if signum == signal.SIGHUP:
+                    self.want_refresh()
+                else:
+                    self.stop(reason=signal.Signals(signum).name)
+
+    def stop(self, *, reason: str) -> None:
+        """Stop as SIGTERM does: refuse new calls, let running ones finish within the grace."""
+        server = self.server
+        if self._draining or self._stopper is None or server is None:
+            return
+        _log.info("gateway.stopping", reason=reason)
+        self.output.note("stopping: running calls may finish")
+        self._draining = True
+        self._stopper.start_soon(self._drain, server)
+
+    async def _drain(self, server: uvicorn.Server) -> None:
+        if self._in_flight:
+            with anyio.move_on_after(self.config.serve.grace):
+                await self._idle.wait()
+        server.should_exit = True
+
+    # The catalog.
+
+    def want_refresh(self) -> None:
+        """Ask for a refresh soon (many asks before it runs make one refresh)."""
+        self._refresh_wanted.set()
+
+    async def _refreshes(self) -> None:
+        interval = self.config.serve.refresh_interval
+        while True:
+            with anyio.move_on_after(interval if interval is not None else float("inf")):
+                await self._refresh_wanted.wait()
+            self._refresh_wanted = anyio.Event()
+            await self.refresh()
+
+    async def refresh(self) -> None:
+        """Discover every source again, serve the new toolkit, tell clients when it changed."""
+        assert self.front is not None
+        toolkit, members = await self._discover()
+        self.front.replace(toolkit, members=members)
+        signature = self._signature(self.front.toolkit)
+        changed = signature != self._served
+        self._served = signature
+        _log.info("gateway.refreshed", tools=len(self.front.toolkit), changed=changed)
+        if changed:
+            await self._tell_clients()
+
+    async def _discover(self) -> tuple[Toolkit, list[Member]]:
+        async def one(name: str, ref: ActorRef) -> None:
+            try:
+                self.catalog[name] = tuple(await ref.discover())
+            except ToolSourceError as error:
+                self.failed[name] = f"{error.reason}: {error.message}"
+                _log.warning("gateway.discover_failed", source=name, reason=error.reason)
+            else:
+                self.failed.pop(name, None)
+            self.discovered.add(name)
+
+        async with anyio.create_task_group() as tasks:
+            for name, ref in self.refs.items():
+                tasks.start_soon(one, name, ref)
+        members = [Member(ref, self.catalog.get(name, ())) for name, ref in self.refs.items()]
+        self.policy.unnamed.clear()
+        toolkit = assemble(members, self.policy)
+        fresh = [name for name in self.policy.unnamed if name not in self._reported]
+        if fresh:
+            self._reported.update(fresh)
+            self.output.note(
+                "blocked, as no [policy] pattern names them: " + ", ".join(sorted(fresh))
+            )
+        return _watched(self._present(toolkit)), members
+
+    def _present(self, toolkit: Toolkit) -> Toolkit:
+        presentation = self.config.serve.presentation
+        if presentation == "search":
+            return tool_search(toolkit)
+        if presentation == "code":
+            assert self._sandbox is not None
+            return code_mode(toolkit, self._sandbox)
+        return toolkit
+
+    @staticmethod
+    def _signature(toolkit: Toolkit) -> tuple[tuple[str, str, str], ...]:
+        return tuple(
+            (t.name, t.description, json.dumps(t.input_schema, sort_keys=True))
+            for t in toolkit.tools.values()
+        )
+
+    async def _tell_clients(self) -> None:
+        await self._bus.publish(ToolsListChanged())
+        for key, session in list(self._sessions.items()):
+            with anyio.move_on_after(NOTIFY_TIMEOUT) as waited:
+                try:
+                    await session.send_tool_list_changed()
+                    continue
+                except Exception as error:  # noqa: BLE001 - a session that ended is forgotten
+                    _log.debug("gateway.notify_failed", error=type(error).__name__)
+            if waited.cancelled_caught:
+                _log.debug("gateway.notify_failed", error="timeout")
+            self._sessions.pop(key, None)
+
+    # Calls.
+
+    def _instrument(self, front: ToolkitServer) -> None:
+        """Count and log each call, note sessions to notify, serve ``subscriptions/listen``."""
+        server = front.server
+        listing = server.get_request_handler("tools/list")
+        calling = server.get_request_handler("tools/call")
+        assert listing is not None
+        assert calling is not None
+        list_tools, call_tool = listing.handler, calling.handler
+
+        async def listed(ctx: ServerRequestContext[Any], params: Any) -> Any:
+            request = ctx.request
+            key = None if request is None else request.headers.get("mcp-session-id")
+            if ctx.protocol_version in HANDSHAKE_PROTOCOL_VERSIONS and key:
+                if key not in self._sessions and len(self._sessions) >= MAX_SESSIONS:
+                    self._sessions.pop(next(iter(self._sessions)))
+                self._sessions[key] = ctx.session
+            return await list_tools(ctx, params)
+
+        async def called(
+            ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+        ) -> types.CallToolResult:
+            if self._draining:
+                return types.CallToolResult(
+                    content=[types.TextContent(text="The gateway is stopping; call again later.")],
+                    is_error=True,
+                )
+            record = _Call()
+            token = _CALL.set(record)
+            self._in_flight += 1
+            started = time.perf_counter()
+            outcome = "cancelled"
+            try:
+                result = cast("types.CallToolResult", await call_tool(ctx, params))
+                if result.is_error and record.code is None:
+                    # Not the source's failure nor a refused approval: the toolkit refused the
+                    # input before any source saw it.
+                    record.code = "InvalidInputError"
+                outcome = record.code or "ok"
+                return result
+            finally:
+                seconds = time.perf_counter() - started
+                _CALL.reset(token)
+                self._in_flight -= 1
+                if self._in_flight == 0:
+                    self._idle.set()
+                    self._idle = anyio.Event()
+                self.metrics.record(params.name, None if outcome == "ok" else outcome, seconds)
+                # One line per call, without its input or its answer (they may be secrets).
+                _log.info(
+                    "gateway.call",
+                    tool=params.name,
+                    outcome=outcome,
+                    ms=round(seconds * 1000, 2),
+                    era="session"
+                    if ctx.protocol_version in HANDSHAKE_PROTOCOL_VERSIONS
+                    else "stateless",
+                )
+
+        server.add_request_handler("tools/list", listing.params_type, listed)
+        server.add_request_handler("tools/call", types.CallToolRequestParams, called)
+        server.add_request_handler(
+            "subscriptions/listen",
+            types.SubscriptionsListenRequestParams,
+            ListenHandler(self._bus),
+        )
+
+    async def _refuse(self, name: str, input: JsonObject) -> bool:
+        _note_code("ApprovalDenied")
+        return False
+
+    async def _ask(self, name: str, input: JsonObject) -> bool:
+        async with self._ask_lock:  # one question at a time
+            question = f"Approve {name} {json.dumps(input, ensure_ascii=False)}? [y/N] "
+            answer = await anyio.to_thread.run_sync(_ask_terminal, question, abandon_on_cancel=True)
+        if not answer:
+            _note_code("ApprovalDenied")
+        return answer
+
+    # HTTP.
+
+    def _app(self, front: ToolkitServer) -> Starlette:
+        serve = self.config.serve
+        app = front.streamable_http_app(path=serve.path, host=serve.host)
+
+        async def healthz(request: Request) -> Response:
+            ready = self.discovered >= set(self.refs)
+            body = {
+                "ready": ready,
+                "sources": {
+                    name: ("failed: " + self.failed[name]) if name in self.failed else "ok"
+                    for name in self.refs
+                },
+                "tools": 0 if self.front is None else len(self.front.toolkit),
+            }
+            return JSONResponse(body, status_code=200 if ready else 503)
+
+        async def metrics(request: Request) -> Response:
+            return Response(
+                self.metrics.exposition(), media_type="text/plain; version=0.0.4; charset=utf-8"
+            )
+
+        app.router.routes.extend([Route("/healthz", healthz), Route("/metrics", metrics)])
+        return app
+
+
+def _watched(toolkit: Toolkit) -> Toolkit:
+    """The toolkit, each tool's handler noting the code of the failure it raised."""
+
+    def watch(entry: ToolEntry) -> ToolEntry:
+        handler = entry.handler
+
+        async def noted(input: JsonObject) -> JsonValue:
+            try:
+                return await handler(input)
+            except ToolSourceError as error:
+                _note_code(error.reason)
+                raise
+            except Failure as failure:
+                _note_code(failure.code)
+                raise
+
+        return ToolEntry(tool=entry.tool, handler=noted, route=entry.route)
+
+    return Toolkit.from_entries(watch(entry) for entry in toolkit.entries())
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """The gateway's listening socket, bound here so that a taken port is a plain OSError."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    # IPPROTO_TCP said outright: asyncio sets TCP_NODELAY only on sockets that say it, and
+    # without it Nagle's algorithm and delayed ACKs hold each answer back some 40 ms.
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as error:
+        sock.close()
+        raise OSError(f"cannot listen on {host}:{port} ({error.strerror})") from None
+    sock.listen(4096)
+    sock.set_inheritable(True)
+    return sock
+
+
+def _note_code(code: str) -> None:
+    record = _CALL.get()
+    if record is not None and record.code is None:
+        record.code = code
+
+
+def _ask_terminal(question: str) -> bool:
+    try:
+        with open("/dev/tty", "r+", encoding="utf-8") as tty:
+            tty.write(question)
+            tty.flush()
+            return tty.readline().strip().lower() in ("y", "yes")
+    except OSError:
+        sys.stderr.write(question + "(no terminal: refused)\n")
+        return False

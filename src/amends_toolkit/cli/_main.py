@@ -1,0 +1,276 @@
+"""``amends-toolkit``: serve (an MCP gateway), inspect, call, demo.
+
+A failure a person can act on (an unreachable server, a refused credential, a wrong key in the
+configuration, with its line) is one line on stderr and exit status 1; ``--debug`` shows the
+traceback and the library's debug log.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from amends_toolkit._errors import ToolSourceError
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from amends_toolkit.cli._output import Output
+
+__all__ = ("main",)
+
+_STANDARD = frozenset(logging.LogRecord("", 0, "", 0, "", None, None).__dict__) | {"message"}
+
+
+class JsonLines(logging.Formatter):
+    """One JSON object a line: time, level, logger, event and the event's fields."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        line: dict[str, Any] = {
+            "ts": round(record.created, 3),
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "event": record.getMessage(),
+        }
+        line.update((k, v) for k, v in record.__dict__.items() if k not in _STANDARD)
+        if record.exc_info:
+            line["exception"] = self.formatException(record.exc_info)
+        return json.dumps(line, default=str)
+
+
+def _configure_logging(debug: bool) -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(JsonLines())
+    root = logging.getLogger("amends_toolkit")
+    root.addHandler(handler)
+    root.setLevel(logging.DEBUG if debug else logging.INFO)
+    root.propagate = False
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="amends-toolkit",
+        description="Tools for LLM agents from MCP servers, OpenAPI documents and HTTP operations.",
+    )
+    parser.add_argument("--debug", action="store_true", help="show tracebacks and debug logs")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    # --debug is taken after the command too (its default stays the top level's).
+    debug = argparse.ArgumentParser(add_help=False)
+    debug.add_argument(
+        "--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS
+    )
+
+    serve = commands.add_parser(
+        "serve", parents=[debug], help="serve a config's sources as one MCP server"
+    )
+    serve.add_argument("config", type=Path, metavar="CONFIG.toml")
+    serve.add_argument(
+        "--approve-on-terminal",
+        action="store_true",
+        help="ask on this terminal before a call that needs approval (else it is refused)",
+    )
+    serve.add_argument("--port", type=int, help="listen on this port, whatever the config says")
+
+    def source_options(command: argparse.ArgumentParser) -> None:
+        command.add_argument(
+            "--header",
+            action="append",
+            default=[],
+            metavar="NAME=${VAR}",
+            help="a header whose value comes from the environment (quote it: 'X-Key=${KEY}')",
+        )
+        command.add_argument(
+            "--base-url", help="where an OpenAPI document's requests go (default 127.0.0.1)"
+        )
+        command.add_argument("--timeout", type=float, default=30.0, help="seconds (default 30)")
+
+    inspect = commands.add_parser(
+        "inspect",
+        parents=[debug],
+        help="print a source's tools as a model sees them",
+        usage="amends-toolkit inspect [options] (URL | OPENAPI-FILE | -- COMMAND [ARGS...])",
+    )
+    inspect.add_argument("target", nargs="*", help=argparse.SUPPRESS)
+    inspect.add_argument("--schemas", action="store_true", help="print each input schema")
+    inspect.add_argument("--json", action="store_true", help="print the catalog as JSON")
+    source_options(inspect)
+
+    call = commands.add_parser(
+        "call",
+        parents=[debug],
+        help="run one tool of a source and print its result or its failure",
+        usage="amends-toolkit call [options] (URL | OPENAPI-FILE) TOOL 'JSON'\n"
+        "       amends-toolkit call [options] TOOL 'JSON' -- COMMAND [ARGS...]",
+    )
+    call.add_argument("target", nargs="*", help=argparse.SUPPRESS)
+    source_options(call)
+
+    commands.add_parser(
+        "demo", parents=[debug], help="the demo: three sources, a policy, a session, presentations"
+    )
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command; the process's exit status."""
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    stdio: list[str] | None = None
+    if "--" in arguments:
+        at = arguments.index("--")
+        arguments, stdio = arguments[:at], arguments[at + 1 :]
+    options = _parser().parse_args(arguments)
+    from amends_toolkit.cli._output import Output
+
+    output = Output()
+    if options.debug:
+        _configure_logging(True)
+    try:
+        if options.command == "serve":
+            return _serve(options, output)
+        if options.command == "demo":
+            from amends_toolkit.cli._demo import run_demo
+
+            anyio.run(run_demo, output)
+            return 0
+        return anyio.run(_one_source, options, stdio, output)
+    except KeyboardInterrupt:
+        return 130
+    except Exception as error:
+        # A person reads it: one line, the traceback only when asked for.
+        if options.debug:
+            raise
+        output.error(_explain(error))
+        return 1
+
+
+def _explain(error: BaseException) -> str:
+    """One line a person can act on."""
+    from amends_toolkit.cli._config import ConfigError
+
+    if isinstance(error, ConfigError | OSError):
+        return str(error)
+    if isinstance(error, ToolSourceError):
+        advice = {
+            "AuthenticationError": " (the server refused the credentials: check the headers)",
+            "UnavailableError": " (is the server running, and the address right?)",
+        }.get(error.reason, "")
+        return f"source {error.source}: {error.reason}: {error.message}{advice}"
+    if isinstance(error, BaseExceptionGroup) and len(error.exceptions) == 1:
+        return _explain(error.exceptions[0])
+    return f"{type(error).__name__}: {error} (run with --debug for the traceback)"
+
+
+def _serve(options: argparse.Namespace, output: Output) -> int:
+    import attrs
+
+    from amends_toolkit.cli._config import load_config
+    from amends_toolkit.cli._gateway import Gateway
+
+    config = load_config(options.config)
+    if options.port is not None:
+        config = attrs.evolve(config, serve=attrs.evolve(config.serve, port=options.port))
+    if not options.debug:
+        _configure_logging(False)
+    gateway = Gateway(config, output=output, approve_on_terminal=options.approve_on_terminal)
+    anyio.run(gateway.run)
+    return 0
+
+
+async def _one_source(options: argparse.Namespace, stdio: list[str] | None, output: Output) -> int:
+    from contextlib import AsyncExitStack
+
+    import attrs
+
+    from amends_toolkit import catalog
+    from amends_toolkit.cli._config import ConfigError, is_env_template
+    from amends_toolkit.cli._sources import build_source, source_from_argument
+    from amends_toolkit.runtime import Runtime, source_toolkit
+
+    positional = list(options.target)
+    tool_input: tuple[str, str] | None = None
+    if options.command == "call":
+        if stdio is not None:
+            wanted, source_words = 2, ["--", *stdio]
+        else:
+            wanted, source_words = 3, positional[:1]
+        if len(positional) != wanted:
+            raise ConfigError("call takes a source, a tool's name and its input as JSON")
+        tool_input = (positional[-2], positional[-1])
+    else:
+        source_words = ["--", *stdio] if stdio is not None else positional
+    headers: dict[str, str] = {}
+    for header in options.header:
+        name, _, template = header.partition("=")
+        if not name or not is_env_template(template):
+            raise ConfigError(
+                f"--header {name or header!r}: write the value as ${{VAR}} (in single quotes) "
+                "so it is read from the environment, never from the command line"
+            )
+        headers[name] = template
+    config = attrs.evolve(
+        source_from_argument(
+            source_words, name="source", headers=headers, base_url=options.base_url
+        ),
+        timeout=options.timeout,
+    )
+    async with AsyncExitStack() as stack:
+        built = await build_source(config, stack)
+        runtime = await stack.enter_async_context(Runtime())
+        ref = await runtime.spawn(built.source)
+        with output.status("Discovering the tools"):
+            definitions = await ref.discover()
+        if tool_input is not None:
+            name, raw = tool_input
+            try:
+                value = json.loads(raw)
+            except ValueError as error:
+                raise ConfigError(f"the input is not JSON: {error}") from None
+            started = time.perf_counter()
+            result = await source_toolkit(ref, definitions).invoke(name, value)
+            if result.failure is not None:
+                detail = f" ({result.error.message})" if options.debug and result.error else ""
+                output.error(f"{result.failure.code}: {result.failure.message}{detail}")
+                return 1
+            output.json(result.value)
+            output.note(f"answered in {(time.perf_counter() - started) * 1000:.0f} ms")
+            return 0
+        if options.json:
+            print(json.dumps(catalog.dump(list(definitions)), ensure_ascii=False, indent=2))
+            return 0
+        rows = []
+        for d in definitions:
+            hints = [
+                word
+                for word, on in (
+                    ("read-only", d.annotations.read_only),
+                    ("destructive", d.annotations.destructive),
+                    ("idempotent", d.annotations.idempotent),
+                    ("open-world", d.annotations.open_world),
+                )
+                if on
+            ]
+            summary = (d.description or "").strip().splitlines()
+            rows.append([d.name, ", ".join(hints), summary[0][:100] if summary else ""])
+        output.title(f"{len(definitions)} tools")
+        output.table(["tool", "hints", "description"], rows)
+        if options.schemas:
+            for d in definitions:
+                output.title(d.name)
+                output.json(d.input_schema)
+        if built.skipped:
+            output.title(f"{len(built.skipped)} operations skipped")
+            output.table(
+                ["operation", "reason", "detail"],
+                [
+                    [f"{s.method.upper() if s.method else '*'} {s.path}", s.reason, s.detail]
+                    for s in built.skipped
+                ],
+            )
+    return 0

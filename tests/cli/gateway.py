@@ -1,0 +1,99 @@
+"""A gateway process for tests: ``amends-toolkit serve`` run as a subprocess, and its output."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+SRC = str(Path(__file__).resolve().parents[2] / "src")
+_SERVING = re.compile(r"serving (\d+) tools at (http://\S+)")
+
+
+class GatewayProcess:
+    """``python -m amends_toolkit serve CONFIG --port 0``; its stderr is collected line by line."""
+
+    def __init__(self, config: Path, *extra: str, env: dict[str, str] | None = None) -> None:
+        environment = {**os.environ, "PYTHONPATH": SRC, **(env or {})}
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "amends_toolkit", "serve", str(config), "--port", "0", *extra],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=environment,
+        )
+        self.lines: list[str] = []
+        self.url: str | None = None
+        self._ready = threading.Event()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.process.stderr is not None
+        for line in self.process.stderr:
+            self.lines.append(line.rstrip("\n"))
+            found = _SERVING.search(line)
+            if found:
+                self.url = found[2]
+                self._ready.set()
+        self._ready.set()
+
+    def wait_ready(self, timeout: float = 60.0) -> str:
+        """The MCP endpoint's URL once the gateway listens."""
+        self._ready.wait(timeout)
+        if self.url is None:
+            raise AssertionError("the gateway did not start:\n" + "\n".join(self.lines))
+        return self.url
+
+    @property
+    def base(self) -> str:
+        assert self.url is not None
+        return self.url.rsplit("/", 1)[0]
+
+    def events(self, name: str) -> list[dict[str, Any]]:
+        """The structured log lines of one event."""
+        found = []
+        for line in list(self.lines):
+            if line.startswith("{"):
+                record = json.loads(line)
+                if record.get("event") == name:
+                    found.append(record)
+        return found
+
+    def stop(self, timeout: float = 30.0) -> int:
+        """SIGTERM, then the exit status."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+        try:
+            code = self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+            raise
+        self._reader.join(5)
+        assert self.process.stderr is not None
+        self.process.stderr.close()
+        return code
+
+
+async def eventually(condition: Callable[[], bool | Awaitable[bool]]) -> None:
+    """Wait (20 seconds at most) until a condition on another process holds: it has no event
+    to wait on."""
+    with anyio.fail_after(20):
+        while True:
+            held = condition()
+            if not isinstance(held, bool):
+                held = await held
+            if held:
+                return
+            await anyio.sleep(0.05)

@@ -1,0 +1,155 @@
+"""``inspect``, ``call``, ``demo`` and the command's errors, each run as a subprocess."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+import amends_toolkit as at
+from amends_toolkit.cli import main
+from conformance._servers import closed_port, serve
+
+from .gateway import SRC
+from .upstream import tasks_app
+
+CORPUS = Path(__file__).resolve().parents[1] / "data" / "openapi-corpus"
+
+
+def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "amends_toolkit", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": SRC, "NO_COLOR": "1", **(env or {})},
+    )
+
+
+@pytest.fixture(scope="module")
+def tasks_url() -> Iterator[str]:
+    with serve(tasks_app()) as port:
+        yield f"http://127.0.0.1:{port}/mcp"
+
+
+def test_inspect_prints_an_mcp_servers_tools_one_line_each(tasks_url: str) -> None:
+    done = run(
+        "inspect", tasks_url, "--header", "Authorization=Bearer ${TOKEN}", env={"TOKEN": "t0k3n"}
+    )
+    assert done.returncode == 0, done.stderr
+    rows = dict(line.split("\t", 1) for line in done.stdout.splitlines() if "\t" in line)
+    assert rows["list_tasks"].startswith("read-only\tList the tasks.")
+    assert rows["delete_task"].startswith("destructive\t")
+    assert set(rows) == {"list_tasks", "delete_task", "secret", "grow", "slow"}
+    assert "t0k3n" not in done.stdout + done.stderr
+
+
+def test_inspect_json_is_the_catalog_as_the_codec_writes_it(tasks_url: str) -> None:
+    done = run("inspect", tasks_url, "--json")
+    assert done.returncode == 0, done.stderr
+    definitions = at.catalog.load(list[at.ToolDefinition], json.loads(done.stdout))
+    assert [d.name for d in definitions] == ["list_tasks", "delete_task", "secret", "grow", "slow"]
+
+
+def test_inspect_an_openapi_document_lists_what_it_skipped_and_why() -> None:
+    done = run("inspect", str(CORPUS / "parameters-style-3.1.yaml"), "--schemas")
+    assert done.returncode == 0, done.stderr
+    assert "operations skipped" in done.stdout
+    skipped = [line for line in done.stdout.splitlines() if "\tparameter_style\t" in line]
+    assert skipped
+    assert '"type": "object"' in done.stdout or '"type":"object"' in done.stdout
+
+
+def test_call_prints_the_result_or_the_failure(tasks_url: str) -> None:
+    done = run("call", tasks_url, "list_tasks", "{}")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {"result": ["water the plants", "buy bread"]}
+    failed = run("call", tasks_url, "delete_task", '{"task_id": "x"}')
+    assert failed.returncode == 1
+    assert failed.stderr.strip().splitlines()[-1].startswith("error: InvalidInputError:")
+
+
+def test_call_a_stdio_server_after_a_double_dash() -> None:
+    upstream = str(Path(__file__).with_name("upstream.py"))
+    done = run("call", "add", '{"a": 2, "b": 40}', "--", sys.executable, upstream, "stdio")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {"result": 42}
+
+
+# The errors run the command in this process (main() is what the console script calls).
+
+
+def test_an_unreachable_server_is_one_line_without_a_traceback(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["inspect", f"http://127.0.0.1:{closed_port()}/mcp"]) == 1
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert lines[-1].startswith("error: source source: UnavailableError")
+    assert "is the server running" in lines[-1]
+    assert not any("Traceback" in line for line in lines)
+
+
+def test_a_wrong_key_in_the_config_names_its_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "gateway.toml"
+    config.write_text('[[sources]]\nname = "tasks"\nmcp = "http://127.0.0.1:1/mcp"\ntimout = 3\n')
+    assert main(["serve", str(config)]) == 1
+    assert capsys.readouterr().err.strip() == (
+        f"error: {config}:4: unknown key 'timout' in a source; the keys are auth, base_url, "
+        "cwd, env, headers, mcp, name, openapi, redirect_uri, stdio, timeout, token_file"
+    )
+
+
+def test_a_secret_written_in_a_header_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    assert (
+        main(["inspect", "http://127.0.0.1:1/mcp", "--header", "Authorization=Bearer s3cr3t"]) == 1
+    )
+    err = capsys.readouterr().err
+    assert "read from the environment" in err
+    assert "s3cr3t" not in err
+
+
+def test_a_header_variable_that_is_not_set_is_named(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["inspect", "http://127.0.0.1:1/mcp", "--header", "X-Key=${AMENDS_UNSET_VAR}"]) == 1
+    assert "AMENDS_UNSET_VAR, which is not set" in capsys.readouterr().err
+
+
+def test_the_demo_runs_end_to_end() -> None:
+    done = run("demo")
+    assert done.returncode == 0, done.stderr[-2000:]
+    for heading in (
+        "== The toolkit of the turn",
+        "== The model's calls, each read as a result",
+        "== Without credentials",
+        "== tool_search('remove a task')",
+        "== execute: three tool calls in one run",
+        "== Actors",
+    ):
+        assert heading in done.stdout
+    assert '"code": "AuthenticationError"' in done.stdout
+    assert "demo-token-not-for-models" not in done.stdout
+
+
+def test_the_cli_package_exports_main_and_imports_no_optional_dependency() -> None:
+    import amends_toolkit.cli
+
+    assert amends_toolkit.cli.__all__ == ("main",)
+    script = (
+        "import sys, amends_toolkit.cli; "
+        "print(sorted(m for m in ('mcp', 'uvicorn', 'prometheus_client', 'fastmcp') "
+        "if m in sys.modules))"
+    )
+    loaded = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "PYTHONPATH": SRC},
+    ).stdout.strip()
+    assert loaded == "[]"

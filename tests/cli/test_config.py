@@ -1,0 +1,148 @@
+"""The gateway's configuration keys and policy, read in process."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import amends_toolkit as at
+from amends_toolkit.cli._config import ConfigError, PolicyConfig, expand_header, load_config
+from amends_toolkit.cli._policy import GlobPolicy
+
+FULL = """
+[[sources]]
+name = "tasks"
+mcp = "https://tasks.example.com/mcp"
+headers = { Authorization = "Bearer ${TASKS_TOKEN}", X-Team = "${TEAM}" }
+timeout = 30
+
+[[sources]]
+name = "files"
+stdio = ["npx", "-y", "server-filesystem", "/srv"]
+env = { LOG = "info" }
+cwd = "/tmp"
+
+[[sources]]
+name = "notes"
+openapi = "notes.yaml"
+base_url = "https://notes.example.com/v1"
+
+[[sources]]
+name = "remote"
+mcp = "https://remote.example.com/mcp"
+auth = "oauth"
+token_file = "tokens/remote.json"
+
+[policy]
+allow = ["tasks__list_*"]
+approve = ["tasks__delete_*"]
+block = ["files__*"]
+
+[serve]
+host = "0.0.0.0"
+port = 9000
+path = "/tools"
+presentation = "search"
+refresh_interval = 300
+"""
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "gateway.toml"
+    path.write_text(text)
+    return path
+
+
+def test_every_binding_key_is_read(tmp_path: Path) -> None:
+    config = load_config(write(tmp_path, FULL))
+    tasks, files, notes, remote = config.sources
+    assert (tasks.kind, tasks.target, tasks.timeout) == (
+        "mcp",
+        "https://tasks.example.com/mcp",
+        30.0,
+    )
+    assert tasks.headers == {"Authorization": "Bearer ${TASKS_TOKEN}", "X-Team": "${TEAM}"}
+    assert (files.kind, files.target, files.args) == (
+        "stdio",
+        "npx",
+        ("-y", "server-filesystem", "/srv"),
+    )
+    assert (files.env, files.cwd) == ({"LOG": "info"}, "/tmp")
+    assert (notes.kind, notes.target) == ("openapi", str(tmp_path / "notes.yaml"))
+    assert notes.base_url == "https://notes.example.com/v1"
+    assert (remote.auth, remote.token_file) == ("oauth", tmp_path / "tokens/remote.json")
+    assert config.policy == PolicyConfig(
+        allow=("tasks__list_*",), approve=("tasks__delete_*",), block=("files__*",)
+    )
+    serve = config.serve
+    assert (serve.host, serve.port, serve.path, serve.presentation) == (
+        "0.0.0.0",
+        9000,
+        "/tools",
+        "search",
+    )
+    assert serve.refresh_interval == 300.0
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "words"),
+    [
+        ('[[sources]]\nname = "a"\nmcp = "ftp://x"\n', 3, "absolute http"),
+        (
+            '[[sources]]\nname = "a"\nmcp = "http://x/mcp"\nheaders = { A = "literal" }\n',
+            4,
+            "secret written in the file",
+        ),
+        ('[[sources]]\nname = "a"\nmcp = "http://x/mcp"\nstdio = ["x"]\n', 4, "exactly one of"),
+        ('[[sources]]\nname = "a"\nopenapi = "d.json"\n', 1, "needs base_url"),
+        (
+            '[[sources]]\nname = "a"\nmcp = "http://x/mcp"\n[policy]\nallow = "a__*"\n',
+            5,
+            "list of glob patterns",
+        ),
+        (
+            '[[sources]]\nname = "a"\nmcp = "http://x/mcp"\n[serve]\n\npresentation = "all"\n',
+            6,
+            '"tools", "search" or "code"',
+        ),
+        ('[[sources]]\nname = "a"\nmcp = "http://x/mcp"\nauth = "oauth"\n', 4, "token_file"),
+        (
+            '[[sources]]\nname = "a"\nmcp = "http://x/mcp"\n[[sources]]\nname = "a"\nmcp = "http://y/mcp"\n',
+            5,
+            "two sources",
+        ),
+    ],
+)
+def test_a_wrong_key_is_refused_with_its_line(
+    tmp_path: Path, text: str, line: int, words: str
+) -> None:
+    path = write(tmp_path, text)
+    with pytest.raises(ConfigError) as error:
+        load_config(path)
+    assert str(error.value).startswith(f"{path}:{line}: ")
+    assert words in str(error.value)
+
+
+def test_a_header_comes_from_the_environment_or_not_at_all() -> None:
+    assert expand_header("Bearer ${T}", {"T": "abc"}) == "Bearer abc"
+    assert expand_header("${T}", {"T": "abc"}) == "abc"
+    with pytest.raises(KeyError, match="T"):
+        expand_header("${T}", {})
+
+
+def test_the_most_restrictive_match_wins_and_an_unnamed_tool_is_blocked() -> None:
+    policy = GlobPolicy(
+        PolicyConfig(
+            allow=("tasks__*",), approve=("tasks__delete_*",), block=("tasks__delete_all",)
+        )
+    )
+
+    def tool(name: str) -> at.ToolDefinition:
+        return at.ToolDefinition(name=name, description="", input_schema={"type": "object"})
+
+    assert policy("tasks", tool("list")) == "allow"
+    assert policy("tasks", tool("delete_one")) == "approve"
+    assert policy("tasks", tool("delete_all")) == "block"
+    assert policy("files", tool("read")) == "block"
+    assert policy.unnamed == ["files__read"]
