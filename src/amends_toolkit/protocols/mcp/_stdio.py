@@ -239,7 +239,10 @@ class StdioConnection:
         if env is not None:
             environment.update(env)
         try:
-            process = await anyio.open_process([command, *args], env=environment, cwd=cwd)
+            # Shielded: a stop that came while the process starts would leave it running with
+            # nobody to end it; it is ended below, once started.
+            with anyio.CancelScope(shield=True):
+                process = await anyio.open_process([command, *args], env=environment, cwd=cwd)
         except OSError as error:
             raise _start_failed(command, cwd, error) from error
         connection = cls(
