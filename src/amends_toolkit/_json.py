@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import math
 from typing import TypeAlias
 
 JsonValue: TypeAlias = bool | int | float | str | list["JsonValue"] | dict[str, "JsonValue"] | None
@@ -24,3 +26,68 @@ def kind(value: object) -> str:
     if isinstance(value, list):
         return "an array"
     return "an object" if isinstance(value, dict) else type(value).__name__
+
+
+
+MAX_DEPTH = 128
+"""How deep JSON from outside (an input, an answer, a document) may nest, by default.
+
+Real inputs, answers and OpenAPI documents nest a few dozen levels at most; far deeper JSON
+only breaks a parser or a validator (jsonschema-rs gives up past 255 levels).
+"""
+
+
+class JsonRefused(ValueError):
+    """JSON text or a value that is refused: not JSON, nested too deep, or NaN or Infinity."""
+
+
+def loads(text: str | bytes, *, max_depth: int = MAX_DEPTH) -> JsonValue:
+    """JSON text as a value, with no NaN or Infinity and at most ``max_depth`` levels of nesting.
+
+    Linear in the text: C's parser, then one walk over the containers it made.
+
+    Raises:
+        JsonRefused: the text is not JSON (``NaN`` and ``Infinity`` are not), or nests deeper.
+    """
+    try:
+        value: JsonValue = json.loads(text, parse_constant=_constant)
+    except RecursionError:
+        raise JsonRefused(f"the JSON nests more than {max_depth} levels") from None
+    except ValueError as error:  # JSONDecodeError and UnicodeDecodeError
+        raise JsonRefused(f"the text is not JSON ({error})") from None
+    problem = refusal(value, max_depth=max_depth)
+    if problem is not None:
+        raise JsonRefused(f"the JSON {problem}")
+    return value
+
+
+def refusal(value: object, *, max_depth: int = MAX_DEPTH) -> str | None:
+    """What makes a value no JSON a peer may be sent, or ``None``: it ``"nests more than N
+    levels"`` or ``"holds NaN or Infinity"``.
+
+    A scalar is depth 0, ``[]`` and ``{}`` are depth 1. One walk, level by level, never recursive.
+    """
+    level = [value]
+    depth = 0
+    while level:
+        inner: list[object] = []
+        for item in level:
+            if isinstance(item, dict | list):
+                if depth >= max_depth:
+                    return f"nests more than {max_depth} levels"
+                inner.extend(item.values() if isinstance(item, dict) else item)
+            elif isinstance(item, float) and not math.isfinite(item):
+                return "holds NaN or Infinity"
+        level = inner
+        depth += 1
+    return None
+
+
+def input_refusal(value: object, *, max_depth: int = MAX_DEPTH) -> str | None:
+    """What a model reads of an input no peer may be sent (see :func:`refusal`), or ``None``."""
+    problem = refusal(value, max_depth=max_depth)
+    return None if problem is None else f"The input {problem}; send plain JSON."
+
+
+def _constant(name: str) -> JsonValue:
+    raise ValueError(f"{name} is not JSON")

@@ -18,6 +18,8 @@ an answer longer than            ``CallFailedError`` telling the model to ask fo
                                  (seconds or an HTTP date); the body is not read
 any other 4xx                    ``CallFailedError`` with the API's own words, cut to 500
                                  characters
+a body in a content coding not   ``InvalidResponseError``
+asked for (not gzip or deflate)
 3xx (a redirect the client did   ``InvalidResponseError``
 not follow)
 no answer within ``timeout``     ``UnavailableError`` (one deadline for sending and reading)
@@ -28,6 +30,10 @@ decoding, too many redirects)
 any other error of the client    ``UnknownError``
 cancellation                     propagates; it is never an error
 ===============================  ================================================================
+
+Whatever the model reads of an answer, a success or a failure, has the client's own header and
+query values (its credentials) replaced first; a compressed body is inflated a bounded piece at
+a time, so ``max_answer_length`` bounds what is held too.
 """
 
 from __future__ import annotations
@@ -51,9 +57,12 @@ from amends_toolkit._errors import (
     UnavailableError,
     UnknownError,
 )
+from amends_toolkit._json import MAX_DEPTH
 from amends_toolkit._log import get_logger
+from amends_toolkit._peer import MAX_MODEL_TEXT, Secrets, cut
+from amends_toolkit.actors._limits import check_limits
+from amends_toolkit.protocols._body import ACCEPT_ENCODING, UnreadableCoding, decoded_chunks
 from amends_toolkit.protocols.http import (
-    FAILURE_TEXT_LENGTH,
     BoundedText,
     InputRefused,
     Operation,
@@ -87,7 +96,7 @@ class Response(Protocol):
     @property
     def headers(self) -> Mapping[str, str]: ...
 
-    def aiter_bytes(self, chunk_size: int | None = None) -> AsyncIterator[bytes]: ...
+    def aiter_raw(self) -> AsyncIterator[bytes]: ...
 
 
 class AsyncClient(Protocol):
@@ -147,6 +156,7 @@ class HttpSource:
         client: AsyncClient,
         timeout: float,
         max_answer_length: int,
+        max_depth: int = MAX_DEPTH,
     ) -> None:
         self._name = name
         self._base_url = base_url
@@ -155,6 +165,7 @@ class HttpSource:
         self._client = client
         self._timeout = timeout
         self._max_answer_length = max_answer_length
+        self._max_depth = max_depth
 
     @property
     def name(self) -> str:
@@ -186,7 +197,9 @@ class HttpSource:
         if operation is None:
             raise NotFoundError(source=self._name, message=f"no operation named {tool!r}")
         try:
-            wire = build_request(operation.request, input, base_url=self._base_url)
+            wire = build_request(
+                operation.request, input, base_url=self._base_url, max_depth=self._max_depth
+            )
         except InputRefused as error:
             raise InvalidInputError(source=self._name, message=str(error)) from None
         # The client's own headers and query parameters (its credentials) come last and win: one
@@ -195,7 +208,10 @@ class HttpSource:
         own_query = set(self._client.params)
         wire = attrs.evolve(
             wire,
-            headers=[(k, v) for k, v in wire.headers if k.lower() not in own_headers],
+            headers=[
+                *((k, v) for k, v in wire.headers if k.lower() not in own_headers),
+                ("Accept-Encoding", ACCEPT_ENCODING),
+            ],
             query=[(k, v) for k, v in wire.query if k not in own_query],
         )
         try:
@@ -208,6 +224,8 @@ class HttpSource:
             ) from None
         except ToolSourceError:
             raise
+        except UnreadableCoding as error:
+            raise InvalidResponseError(source=self._name, message=str(error)) from None
         except Exception as error:
             reason = client_error(error)
             if reason is None:
@@ -216,6 +234,7 @@ class HttpSource:
             raise reason(source=self._name, message=f"{type(error).__name__}: {error}") from None
 
     async def _send(self, tool: str, wire: WireRequest) -> JsonValue:
+        secrets = Secrets.of_client(self._client)
         async with self._client.stream(
             wire.method,
             wire.url,
@@ -226,7 +245,7 @@ class HttpSource:
             status = response.status_code
             kind = outcome(status)
             if kind == "success":
-                return await self._success(response)
+                return await self._success(response, secrets)
             _log.info("call.refused", source=self._name, tool=tool, status=status)
             phrase = _phrase(status)
             if kind == "authentication":
@@ -241,12 +260,13 @@ class HttpSource:
                 raise InvalidResponseError(
                     source=self._name, message=f"the API answered {phrase}, which is not followed"
                 )
-            words = await _read(response, FAILURE_TEXT_LENGTH)
-            text = words.text[:FAILURE_TEXT_LENGTH].strip() if not words.undecodable else ""
+            # Read past the cut by the longest credential, so that none is cut in half.
+            words = await _read(response, MAX_MODEL_TEXT + secrets.longest)
+            text = cut(secrets.redact(words.text)) if not words.undecodable else ""
             message = f"The API answered {phrase}" + (f": {text}" if text else ".")
             raise CallFailedError(source=self._name, message=message)
 
-    async def _success(self, response: Response) -> JsonValue:
+    async def _success(self, response: Response, secrets: Secrets) -> JsonValue:
         content_type = response.headers.get("content-type")
         body = await _read(response, self._max_answer_length)
         if body.too_long:
@@ -263,7 +283,9 @@ class HttpSource:
                 message=f"the answer ({content_type or 'no content type'}) is not text",
             )
         try:
-            return parse_answer(content_type, body.text)
+            return parse_answer(
+                content_type, secrets.redact(body.text), max_depth=self._max_depth
+            )
         except UnreadableAnswer as error:
             raise InvalidResponseError(source=self._name, message=str(error)) from None
 
@@ -274,12 +296,16 @@ class _Read(BoundedText):
 
 async def _read(response: Response, limit: int) -> _Read:
     body = _Read(limit=limit, encoding=charset(response.headers.get("content-type")))
-    async for chunk in response.aiter_bytes():
-        if not body.feed(chunk):
-            body.too_long = True
-            return body
-        if body.undecodable:
-            return body
+    chunks = decoded_chunks(response)
+    try:
+        async for chunk in chunks:
+            if not body.feed(chunk):
+                body.too_long = True
+                return body
+            if body.undecodable:
+                return body
+    finally:
+        await chunks.aclose()
     body.too_long = not body.close()
     return body
 
@@ -299,6 +325,7 @@ def make(
     client: AsyncClient,
     timeout: float = 30.0,
     max_answer_length: int = 200_000,
+    max_depth: int = MAX_DEPTH,
 ) -> HttpSource:
     """A source of ``operations`` that sends their requests to ``base_url`` over ``client``.
 
@@ -315,7 +342,9 @@ def make(
         timeout: seconds a call may take, sending and reading included; past it a call fails as
             ``UnavailableError``.
         max_answer_length: characters of an answer the model may read; a longer one fails as
-            ``CallFailedError``.
+            ``CallFailedError``. Reading stops there, a compressed answer's inflating too.
+        max_depth: how deep a JSON answer (and an input) may nest; a deeper answer is
+            ``InvalidResponseError``, a deeper input ``InvalidInputError``.
 
     Raises:
         ValueError: a bad option, or two operations with one name (the message names them).
@@ -329,10 +358,7 @@ def make(
         raise ValueError("base_url may not hold a query or a fragment")
     if not (isinstance(timeout, (int, float)) and math.isfinite(timeout) and timeout > 0):
         raise ValueError(f"timeout must be a positive number of seconds, not {timeout!r}")
-    if isinstance(max_answer_length, bool) or not isinstance(max_answer_length, int):
-        raise ValueError("max_answer_length must be a positive int")
-    if max_answer_length < 1:
-        raise ValueError("max_answer_length must be a positive int")
+    check_limits(max_answer_length=max_answer_length, max_depth=max_depth)
     operations = tuple(operations)
     for operation in operations:
         if not isinstance(operation, Operation):
@@ -348,4 +374,5 @@ def make(
         client=client,
         timeout=float(timeout),
         max_answer_length=max_answer_length,
+        max_depth=max_depth,
     )

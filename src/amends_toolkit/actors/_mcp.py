@@ -31,22 +31,22 @@ from amends_toolkit._errors import (
     UnsupportedError,
 )
 from amends_toolkit._log import get_logger
+from amends_toolkit._json import MAX_DEPTH
+from amends_toolkit.actors._limits import check_limits
 from amends_toolkit.actors._mcp_errors import (
+    WIRE_ERRORS,
+    check_input,
     error_for_rpc,
     error_for_status,
     parse_retry_after,
+    wire_error,
 )
 from amends_toolkit.actors._mcp_listing import list_tools
 from amends_toolkit.protocols.mcp._headers import HeaderMark, encode_value, param_headers
-from amends_toolkit.protocols.mcp._http import (
-    Answer,
-    HttpClient,
-    HttpWire,
-    StreamEnded,
-    Unreachable,
-)
+from amends_toolkit.protocols.mcp._http import Answer, HttpClient, HttpWire, Unreachable
 from amends_toolkit.protocols.mcp._jsonrpc import (
     HEADER_MISMATCH,
+    MAX_MESSAGE_BYTES,
     METHOD_NOT_FOUND,
     MODERN_VERSION,
     SESSION_VERSIONS,
@@ -104,10 +104,26 @@ class _Session:
 class McpHttpSource:
     """An MCP server over Streamable HTTP as a tool source; build it with ``at.mcp.http``."""
 
-    def __init__(self, *, name: str, url: str, client: HttpClient, timeout: float) -> None:
+    def __init__(
+        self,
+        *,
+        name: str,
+        url: str,
+        client: HttpClient,
+        timeout: float,
+        max_answer_bytes: int = MAX_MESSAGE_BYTES,
+        max_depth: int = MAX_DEPTH,
+    ) -> None:
         self._name = name
         self._timeout = timeout
-        self._wire = HttpWire(client=client, url=url, timeout=timeout)
+        self._max_depth = max_depth
+        self._wire = HttpWire(
+            client=client,
+            url=url,
+            timeout=timeout,
+            max_answer_bytes=max_answer_bytes,
+            max_depth=max_depth,
+        )
         self._lock = anyio.Lock()
         self._ids = itertools.count(1)
         self._era: Era | None = None
@@ -152,6 +168,7 @@ class McpHttpSource:
 
         Cancellation stops the call and closes its response stream.
         """
+        check_input(self._name, input, max_depth=self._max_depth)
         return await self._bounded("tools/call", lambda: self._call(tool, input))
 
     @asynccontextmanager
@@ -175,12 +192,8 @@ class McpHttpSource:
         with anyio.move_on_after(self._timeout):
             try:
                 return await operation()
-            except (Unreachable, StreamEnded) as error:
-                raise UnavailableError(source=self._name, message=f"{method}: {error}") from None
-            except ProtocolError as error:
-                raise InvalidResponseError(
-                    source=self._name, message=f"{method}: {error}"
-                ) from None
+            except WIRE_ERRORS as error:
+                raise wire_error(self._name, error, method=method) from None
         raise UnavailableError(
             source=self._name, message=f"{method}: no answer within {self._timeout} seconds"
         )
@@ -461,7 +474,15 @@ def _modern_headers(
     return headers
 
 
-def http(*, name: str, url: str, client: HttpClient, timeout: float = 60.0) -> McpHttpSource:
+def http(
+    *,
+    name: str,
+    url: str,
+    client: HttpClient,
+    timeout: float = 60.0,
+    max_answer_bytes: int = MAX_MESSAGE_BYTES,
+    max_depth: int = MAX_DEPTH,
+) -> McpHttpSource:
     """The source of an MCP server over Streamable HTTP.
 
     Args:
@@ -472,10 +493,16 @@ def http(*, name: str, url: str, client: HttpClient, timeout: float = 60.0) -> M
         timeout: Seconds a discover or a call may take in all, begun sessions included; past
             it the operation fails as ``UnavailableError``. Each HTTP request is sent with it
             as its client timeout too.
+        max_answer_bytes: The most bytes (inflated) of one answer: a JSON body, or one line or
+            event of a stream; reading stops there. A call answered with more fails as
+            ``CallFailedError`` telling the model to ask for less; a listing as
+            ``InvalidResponseError``.
+        max_depth: How deep an answer (and an input) may nest; deeper is
+            ``InvalidResponseError`` (an input: ``InvalidInputError``).
 
     Raises:
-        ValueError: an empty name, a URL that is not absolute http(s), or a timeout that is
-            not a positive number of seconds.
+        ValueError: an empty name, a URL that is not absolute http(s), a timeout that is
+            not a positive number of seconds, or a limit that is not a positive int.
         TypeError: a client that is not an httpx-style async client.
     """
     if not isinstance(name, str) or not name:
@@ -495,4 +522,12 @@ def http(*, name: str, url: str, client: HttpClient, timeout: float = 60.0) -> M
         or timeout <= 0
     ):
         raise ValueError("timeout must be a positive number of seconds, such as timeout=60.0")
-    return McpHttpSource(name=name, url=url, client=client, timeout=float(timeout))
+    check_limits(max_answer_bytes=max_answer_bytes, max_depth=max_depth)
+    return McpHttpSource(
+        name=name,
+        url=url,
+        client=client,
+        timeout=float(timeout),
+        max_answer_bytes=max_answer_bytes,
+        max_depth=max_depth,
+    )

@@ -26,17 +26,18 @@ import attrs
 
 from amends_toolkit._errors import (
     CallFailedError,
-    InvalidResponseError,
     UnavailableError,
     UnsupportedError,
 )
+from amends_toolkit._json import MAX_DEPTH
 from amends_toolkit._log import get_logger
-from amends_toolkit.actors._mcp_errors import error_for_rpc
+from amends_toolkit.actors._limits import check_limits
+from amends_toolkit.actors._mcp_errors import WIRE_ERRORS, check_input, error_for_rpc, wire_error
 from amends_toolkit.actors._mcp_listing import list_tools
 from amends_toolkit.protocols.mcp._jsonrpc import (
+    MAX_MESSAGE_BYTES,
     SESSION_VERSIONS,
     ErrorResponse,
-    ProtocolError,
     initialize_params,
 )
 from amends_toolkit.protocols.mcp._results import (
@@ -45,7 +46,7 @@ from amends_toolkit.protocols.mcp._results import (
     call_params,
     read_call_result,
 )
-from amends_toolkit.protocols.mcp._stdio import ProcessEnded, StdioConnection
+from amends_toolkit.protocols.mcp._stdio import StdioConnection
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Awaitable, Callable
@@ -81,8 +82,12 @@ class McpStdioSource:
         env: Mapping[str, str] | None,
         cwd: str | os.PathLike[str] | None,
         timeout: float,
+        max_answer_bytes: int = MAX_MESSAGE_BYTES,
+        max_depth: int = MAX_DEPTH,
     ) -> None:
         self._name = name
+        self._max_answer_bytes = max_answer_bytes
+        self._max_depth = max_depth
         self._command = command
         self._args = tuple(args)
         self._env = dict(env) if env is not None else None
@@ -123,6 +128,7 @@ class McpStdioSource:
 
         Cancellation stops the call and tells the server with ``notifications/cancelled``.
         """
+        check_input(self._name, input, max_depth=self._max_depth)
         return await self._bounded("tools/call", lambda: self._call(tool, input))
 
     @asynccontextmanager
@@ -149,6 +155,8 @@ class McpStdioSource:
             env=self._env,
             cwd=self._cwd,
             write_timeout=self._timeout,
+            max_line=self._max_answer_bytes,
+            max_depth=self._max_depth,
         ) as connection:
             self._live = _Live(connection=connection)
             try:
@@ -161,12 +169,8 @@ class McpStdioSource:
         with anyio.move_on_after(self._timeout):
             try:
                 return await operation()
-            except ProcessEnded as error:
-                raise UnavailableError(source=self._name, message=f"{method}: {error}") from None
-            except ProtocolError as error:
-                raise InvalidResponseError(
-                    source=self._name, message=f"{method}: {error}"
-                ) from None
+            except WIRE_ERRORS as error:
+                raise wire_error(self._name, error, method=method) from None
         raise UnavailableError(
             source=self._name, message=f"{method}: no answer within {self._timeout} seconds"
         )
@@ -233,6 +237,8 @@ def stdio(
     env: Mapping[str, str] | None = None,
     cwd: str | os.PathLike[str] | None = None,
     timeout: float = 60.0,
+    max_answer_bytes: int = MAX_MESSAGE_BYTES,
+    max_depth: int = MAX_DEPTH,
 ) -> McpStdioSource:
     """The source of an MCP server run as a subprocess, spoken to over its stdin and stdout.
 
@@ -251,9 +257,15 @@ def stdio(
         timeout: Seconds a discover or a call may take in all, the session's beginning
             included; past it the operation fails as ``UnavailableError`` and the server is
             told the request is cancelled.
+        max_answer_bytes: The longest line (one message) read from the server; a longer one is
+            read past without being held, and the call it answers fails as ``CallFailedError``
+            telling the model to ask for less (a listing as ``InvalidResponseError``).
+        max_depth: How deep an answer (and an input) may nest; deeper is
+            ``InvalidResponseError`` (an input: ``InvalidInputError``).
 
     Raises:
-        ValueError: an empty name or command, or a timeout that is not a positive number.
+        ValueError: an empty name or command, a timeout that is not a positive number, or a
+            limit that is not a positive int.
         TypeError: ``args`` given as one string, or ``env`` not a mapping of strings.
     """
     if not isinstance(name, str) or not name:
@@ -278,6 +290,14 @@ def stdio(
         or timeout <= 0
     ):
         raise ValueError("timeout must be a positive number of seconds, such as timeout=60.0")
+    check_limits(max_answer_bytes=max_answer_bytes, max_depth=max_depth)
     return McpStdioSource(
-        name=name, command=command, args=args, env=env, cwd=cwd, timeout=float(timeout)
+        name=name,
+        command=command,
+        args=args,
+        env=env,
+        cwd=cwd,
+        timeout=float(timeout),
+        max_answer_bytes=max_answer_bytes,
+        max_depth=max_depth,
     )

@@ -22,8 +22,9 @@ def test_events_are_read_in_any_chunking_with_cr_lf_and_crlf(size: int) -> None:
 
 def test_a_cr_at_the_end_of_the_stream_ends_its_line() -> None:
     parser = SseParser()
-    assert parser.feed(b"data: x\r\r") == []
-    assert parser.close() == [Event(data="x")]
+    assert parser.feed(b"data: x\r\r") == [Event(data="x")]
+    assert parser.feed(b"\ndata: y\n\n") == [Event(data="y")]
+    assert parser.close() == []
 
 
 def test_an_unfinished_event_is_dropped_and_bad_retry_ignored() -> None:

@@ -9,7 +9,6 @@ from amends_toolkit.protocols.http._request import (
     join_url,
 )
 from amends_toolkit.protocols.http._response import (
-    FAILURE_TEXT_LENGTH,
     BoundedText,
     Outcome,
     UnreadableAnswer,
@@ -28,7 +27,6 @@ from amends_toolkit.protocols.http._template import (
 )
 
 __all__ = (
-    "FAILURE_TEXT_LENGTH",
     "BoundedText",
     "InputRefused",
     "Location",

@@ -11,7 +11,8 @@ What the model gives fills the places a template has for it and decides nothing 
   inner spaces or tabs, so that no value adds or splits a header;
 - a ``null`` or a missing property leaves its query parameter or header out; a path value is
   required;
-- the body property, when given, is sent as JSON.
+- the body property, when given, is sent as JSON;
+- no value holds NaN or Infinity (which are no JSON), or nests more than ``max_depth`` levels.
 
 A value that breaks a rule raises :class:`InputRefused` with words written for the model.
 """
@@ -19,12 +20,13 @@ A value that breaks a rule raises :class:`InputRefused` with words written for t
 from __future__ import annotations
 
 import json
-import math
 import re
 from typing import TYPE_CHECKING
 from urllib.parse import quote
 
 import attrs
+
+from amends_toolkit._json import MAX_DEPTH, input_refusal
 
 if TYPE_CHECKING:
     from amends_toolkit._json import JsonObject, JsonValue
@@ -56,12 +58,17 @@ def join_url(base_url: str, path: str) -> str:
     return base_url.rstrip("/") + path
 
 
-def build_request(template: RequestTemplate, input: JsonObject, *, base_url: str) -> WireRequest:
+def build_request(
+    template: RequestTemplate, input: JsonObject, *, base_url: str, max_depth: int = MAX_DEPTH
+) -> WireRequest:
     """The request ``input`` fills in ``template``, sent to ``base_url``.
 
     Raises:
         InputRefused: a value breaks one of the rules above; the message tells the model which.
     """
+    problem = input_refusal(input, max_depth=max_depth)
+    if problem is not None:
+        raise InputRefused(problem)
     path = template.path
     query: list[tuple[str, str]] = []
     headers: list[tuple[str, str]] = []
@@ -83,12 +90,9 @@ def build_request(template: RequestTemplate, input: JsonObject, *, base_url: str
             headers.append((param.name, text))
     content: bytes | None = None
     if template.body is not None and template.body in input:
-        try:
-            content = json.dumps(
-                input[template.body], ensure_ascii=False, allow_nan=False, separators=(",", ":")
-            ).encode()
-        except ValueError:
-            raise InputRefused(f"'{template.body}' must be JSON (no NaN or Infinity).") from None
+        content = json.dumps(
+            input[template.body], ensure_ascii=False, allow_nan=False, separators=(",", ":")
+        ).encode()
         headers.append(("Content-Type", "application/json"))
     return WireRequest(
         method=template.method,
@@ -107,8 +111,6 @@ def _scalar(prop: str, value: JsonValue) -> str:
     if isinstance(value, int):
         return str(value)
     if isinstance(value, float):
-        if not math.isfinite(value):
-            raise InputRefused(f"'{prop}' must be a finite number.")
         return json.dumps(value)
     if isinstance(value, list):
         raise InputRefused(f"'{prop}' must be a string, a number or a boolean, not a nested list.")

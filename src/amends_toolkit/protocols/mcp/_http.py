@@ -8,6 +8,11 @@ waiting the ``retry`` the stream asked for (bounded).
 
 It works over the host's client, an ``httpx.AsyncClient`` or an ``httpx2.AsyncClient`` (same API),
 described here as the :class:`HttpClient` protocol. It never builds a client.
+
+What a server sends is bounded before it is held: a JSON body, and each line and event of a
+stream, up to ``max_answer_bytes`` inflated bytes (:class:`AnswerTooLarge` past it, the reading
+stopped there); every message nests at most ``max_depth`` levels. The client's own header and
+query values (its credentials) are replaced in whatever the server sent before it is read.
 """
 
 from __future__ import annotations
@@ -21,6 +26,14 @@ import attrs
 import httpx
 
 from amends_toolkit._log import get_logger
+from amends_toolkit._peer import Secrets
+from amends_toolkit.protocols._body import (
+    ACCEPT_ENCODING,
+    AnswerTooLarge,
+    UnreadableCoding,
+    decoded_chunks,
+    read_bounded,
+)
 from amends_toolkit.protocols.mcp._jsonrpc import (
     ErrorResponse,
     Message,
@@ -41,6 +54,7 @@ if TYPE_CHECKING:
 
 __all__ = (
     "ACCEPT",
+    "AnswerTooLarge",
     "MAX_RESUMES",
     "MAX_RETRY_DELAY",
     "Answer",
@@ -50,6 +64,7 @@ __all__ = (
     "ServerRequestHandler",
     "StreamEnded",
     "Unreachable",
+    "UnreadableCoding",
     "transport_errors",
 )
 
@@ -73,9 +88,7 @@ class HttpResponse(Protocol):
     @property
     def headers(self) -> Mapping[str, str]: ...
 
-    def aiter_bytes(self) -> AsyncIterator[bytes]: ...
-
-    async def aread(self) -> bytes: ...
+    def aiter_raw(self) -> AsyncIterator[bytes]: ...
 
 
 class HttpClient(Protocol):
@@ -134,6 +147,8 @@ class HttpWire:
     client: HttpClient
     url: str
     timeout: float
+    max_answer_bytes: int
+    max_depth: int
 
     async def post(
         self,
@@ -151,13 +166,21 @@ class HttpWire:
             Unreachable: no connection, a network failure, or a client timeout.
             StreamEnded: an event stream ended without the answer.
             ProtocolError: a 2xx answer that is not MCP (garbage, no answer to a request).
+            AnswerTooLarge: a body, a line or an event longer than ``max_answer_bytes``.
+            UnreadableCoding: a body in a content coding that was not asked for.
         """
         id_ = message.get("id")
         # Only a request is answered; our answers to a server's requests are not.
         wanted: RequestId | None = (
             id_ if "method" in message and isinstance(id_, int | str) else None
         )
-        sent = {"Accept": ACCEPT, "Content-Type": "application/json", **headers}
+        sent = {
+            "Accept": ACCEPT,
+            "Accept-Encoding": ACCEPT_ENCODING,
+            "Content-Type": "application/json",
+            **headers,
+        }
+        secrets = Secrets.of_client(self.client)
         try:
             async with self.client.stream(
                 "POST", self.url, content=encode(message), headers=sent, timeout=self.timeout
@@ -170,14 +193,16 @@ class HttpWire:
                     return Answer(status=status, message=None, retry_after=retry_after)
                 ok = 200 <= status <= 299
                 if kind == "text/event-stream" and ok:
-                    parser = SseParser()
-                    found = await self._read_events(response, parser, wanted, on_request)
+                    parser = SseParser(max_event_bytes=self.max_answer_bytes)
+                    found = await self._read_events(response, parser, wanted, on_request, secrets)
                 else:
                     found = None
                     parser = None
-                    body = await response.aread()
+                    body = secrets.redact_bytes(
+                        await read_bounded(response, self.max_answer_bytes)
+                    )
                     if kind == "application/json" or (not ok and body):
-                        found = _answer_in_body(body, wanted, strict=ok)
+                        found = self._answer_in_body(body, wanted, strict=ok)
                     elif ok:
                         raise ProtocolError(
                             f"a request was answered with HTTP {status} and "
@@ -186,7 +211,7 @@ class HttpWire:
         except transport_errors() as error:
             raise Unreachable(f"POST failed: {type(error).__name__}") from None
         if found is None and parser is not None:
-            found = await self._resume(parser, wanted, on_request, resume_headers)
+            found = await self._resume(parser, wanted, on_request, resume_headers, secrets)
         if found is None and ok:
             raise ProtocolError("the answer holds no response to the request")
         return Answer(status=status, message=found, session_id=session_id, retry_after=retry_after)
@@ -211,41 +236,34 @@ class HttpWire:
         parser: SseParser,
         wanted: RequestId,
         on_request: ServerRequestHandler | None,
+        secrets: Secrets,
     ) -> Response | ErrorResponse | None:
         """Read an event stream until our answer; ``None`` when it ended (or broke) first."""
         try:
-            chunks = response.aiter_bytes()
+            chunks = decoded_chunks(response)
             try:
                 async for chunk in chunks:
                     for event in parser.feed(chunk):
-                        found = await self._take(event.event, event.data, wanted, on_request)
+                        if event.event != "message" or not event.data.strip():
+                            continue
+                        data = secrets.redact(event.data)
+                        found = await self._take(data, wanted, on_request)
                         if found is not None:
                             return found
             finally:
-                # Leaving early must close the generator, or it is finalized unawaited.
-                close = getattr(chunks, "aclose", None)
-                if close is not None:
-                    await close()
+                await chunks.aclose()
         except transport_errors() as error:
             # The stream broke off; a session resumes it, anything else reports it lost.
             _log.debug("mcp.stream_broken", error=type(error).__name__)
-            return None
-        for event in parser.close():
-            found = await self._take(event.event, event.data, wanted, on_request)
-            if found is not None:
-                return found
         return None
 
     async def _take(
         self,
-        event: str,
         data: str,
         wanted: RequestId,
         on_request: ServerRequestHandler | None,
     ) -> Response | ErrorResponse | None:
-        if event != "message" or not data.strip():
-            return None
-        for message in decode(data):
+        for message in decode(data, max_depth=self.max_depth):
             if isinstance(message, Response | ErrorResponse):
                 if message.id == wanted or (
                     message.id is None and isinstance(message, ErrorResponse)
@@ -261,6 +279,7 @@ class HttpWire:
         wanted: RequestId,
         on_request: ServerRequestHandler | None,
         headers: Mapping[str, str] | None,
+        secrets: Secrets,
     ) -> Response | ErrorResponse:
         """Resume a broken stream with GET and ``Last-Event-ID``, a bounded number of times.
 
@@ -275,6 +294,7 @@ class HttpWire:
             await anyio.sleep(min(delay, MAX_RETRY_DELAY))
             sent = {
                 "Accept": "text/event-stream",
+                "Accept-Encoding": ACCEPT_ENCODING,
                 **headers,
                 "Last-Event-ID": parser.last_event_id,
             }
@@ -288,15 +308,34 @@ class HttpWire:
                         raise StreamEnded(
                             f"resuming the stream was answered with HTTP {response.status_code}"
                         )
-                    resumed = SseParser()
+                    resumed = SseParser(max_event_bytes=self.max_answer_bytes)
                     resumed.last_event_id, resumed.retry_ms = parser.last_event_id, parser.retry_ms
                     parser = resumed
-                    found = await self._read_events(response, parser, wanted, on_request)
+                    found = await self._read_events(response, parser, wanted, on_request, secrets)
             except transport_errors() as error:
                 raise Unreachable(f"GET failed: {type(error).__name__}") from None
             if found is not None:
                 return found
         raise StreamEnded("the event stream ended without an answer")
+
+
+    def _answer_in_body(
+        self, body: bytes, wanted: RequestId, *, strict: bool
+    ) -> Response | ErrorResponse | None:
+        """The answer to ``wanted`` in a JSON body; garbage is an error only for a 2xx
+        (``strict``)."""
+        try:
+            messages = decode(body, max_depth=self.max_depth)
+        except ProtocolError:
+            if strict:
+                raise
+            return None
+        for message in messages:
+            if isinstance(message, Response | ErrorResponse) and (
+                message.id == wanted or message.id is None
+            ):
+                return message
+        return None
 
 
 async def _handle(message: Message, on_request: ServerRequestHandler | None) -> None:
@@ -307,24 +346,6 @@ async def _handle(message: Message, on_request: ServerRequestHandler | None) -> 
             await on_request(message)
     elif isinstance(message, Notification):
         _log.debug("mcp.notification_received", method=message.method)
-
-
-def _answer_in_body(
-    body: bytes, wanted: RequestId, *, strict: bool
-) -> Response | ErrorResponse | None:
-    """The answer to ``wanted`` in a JSON body; garbage is an error only for a 2xx (``strict``)."""
-    try:
-        messages = decode(body)
-    except ProtocolError:
-        if strict:
-            raise
-        return None
-    for message in messages:
-        if isinstance(message, Response | ErrorResponse) and (
-            message.id == wanted or message.id is None
-        ):
-            return message
-    return None
 
 
 def _media_type(value: str | None) -> str:

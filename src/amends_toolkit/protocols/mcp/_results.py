@@ -12,6 +12,7 @@ from typing import Final, TypeAlias
 import attrs
 
 from amends_toolkit._json import JsonObject, JsonValue
+from amends_toolkit._peer import cut
 from amends_toolkit.protocols.mcp._jsonrpc import ProtocolError
 
 __all__ = (
@@ -40,7 +41,7 @@ class Complete:
 
 @attrs.frozen(kw_only=True)
 class ToolFailed:
-    """The tool ran and said it failed (``isError``), in its own words."""
+    """The tool ran and said it failed (``isError``), in its own words (at most 500 characters)."""
 
     text: str
 
@@ -102,7 +103,7 @@ def read_call_result(result: JsonObject) -> Outcome:
             and block.get("type") == "text"
             and isinstance(text := block.get("text"), str)
         ]
-        return ToolFailed(text="\n".join(texts) or _NO_TEXT)
+        return ToolFailed(text=cut("\n".join(texts)) or _NO_TEXT)
     structured = result.get("structuredContent")
     if structured is not None:
         return Complete(value=structured)

@@ -1,7 +1,8 @@
 """MCP over stdio: a server run as a subprocess that speaks newline-delimited JSON-RPC.
 
 One :class:`StdioConnection` is one process. Messages go to its stdin and come from its stdout,
-one JSON document a line; its stderr is read as it comes (so the server never blocks on a full
+one JSON document a line, each at most ``max_line`` bytes (a longer one is read past, not held,
+and fails the request it answers); its stderr is read as it comes (so the server never blocks on a full
 pipe) and logged at DEBUG, each line cut to :data:`MAX_STDERR_LINE` bytes. A reader task routes
 each answer to the request that waits for it by id, answers a server's ``ping`` (and refuses its
 other requests with the error the spec gives), and lets notifications go.
@@ -19,6 +20,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import re
 import sys
 from contextlib import asynccontextmanager, suppress
 from typing import TYPE_CHECKING, Final
@@ -27,6 +29,7 @@ import anyio
 from anyio.streams.buffered import BufferedByteReceiveStream
 
 from amends_toolkit._log import get_logger
+from amends_toolkit.protocols._body import AnswerTooLarge
 from amends_toolkit.protocols.mcp._jsonrpc import (
     METHOD_NOT_FOUND,
     ErrorResponse,
@@ -53,7 +56,6 @@ if TYPE_CHECKING:
 
 __all__ = (
     "CLOSE_GRACE",
-    "MAX_LINE",
     "MAX_STDERR_LINE",
     "TERMINATE_GRACE",
     "ProcessEnded",
@@ -62,9 +64,6 @@ __all__ = (
 )
 
 _log = get_logger(__name__)
-
-MAX_LINE: Final = 32 * 1024 * 1024
-"""The longest line (one message) read from a server's stdout; a longer one ends the process."""
 
 MAX_STDERR_LINE: Final = 4096
 """The most of one stderr line that is logged; the rest of a longer line is logged apart."""
@@ -77,6 +76,12 @@ TERMINATE_GRACE: Final = 2.0
 
 CANCEL_NOTICE_TIMEOUT: Final = 1.0
 """The longest a cancelled request waits to send its ``notifications/cancelled``."""
+
+_PEEK: Final = 256
+# Where an answer too long to read names its request: first (as Python SDKs write it) or last
+# (as the TypeScript SDK writes it).
+_ID_FIRST: Final = re.compile(rb'\s*\{\s*"jsonrpc"\s*:\s*"2\.0"\s*,\s*"id"\s*:\s*(-?\d+|"[^"\\]*")')
+_ID_LAST: Final = re.compile(rb'"id"\s*:\s*(-?\d+|"[^"\\]*")\s*\}\s*$')
 
 _INHERITED: Final = (
     (
@@ -137,10 +142,14 @@ class StdioConnection:
     Open it with :meth:`open`; send with :meth:`request` and :meth:`notify` from any task.
     """
 
-    def __init__(self, process: Process, *, name: str, write_timeout: float) -> None:
+    def __init__(
+        self, process: Process, *, name: str, write_timeout: float, max_line: int, max_depth: int
+    ) -> None:
         self._process = process
         self._name = name
         self._write_timeout = write_timeout
+        self._max_line = max_line
+        self._max_depth = max_depth
         self._ids = itertools.count(1)
         self._pending: dict[RequestId, _Pending] = {}
         self._write_lock = anyio.Lock()
@@ -160,6 +169,8 @@ class StdioConnection:
         env: Mapping[str, str] | None,
         cwd: str | os.PathLike[str] | None,
         write_timeout: float,
+        max_line: int,
+        max_depth: int,
     ) -> AsyncIterator[StdioConnection]:
         """Start the server and hold it; at the end, end it (bounded and shielded).
 
@@ -172,7 +183,13 @@ class StdioConnection:
         if env is not None:
             environment.update(env)
         process = await anyio.open_process([command, *args], env=environment, cwd=cwd)
-        connection = cls(process, name=name, write_timeout=write_timeout)
+        connection = cls(
+            process,
+            name=name,
+            write_timeout=write_timeout,
+            max_line=max_line,
+            max_depth=max_depth,
+        )
         _log.info("mcp.stdio_started", source=name, pid=process.pid)
         try:
             async with anyio.create_task_group() as tasks:
@@ -212,6 +229,7 @@ class StdioConnection:
         Raises:
             ProcessEnded: the process ended before it answered.
             ProtocolError: the answer for this request could not be read as MCP.
+            AnswerTooLarge: the answer for this request was a line longer than ``max_line``.
         """
         id = next(self._ids)
         pending = _Pending()
@@ -249,48 +267,90 @@ class StdioConnection:
             raise ProcessEnded(self._ended)
         line = encode(message) + b"\n"
         async with self._write_lock:
+            # A caller whose time is up writes nothing.
+            await anyio.lowlevel.checkpoint_if_cancelled()
             # A write cut by a cancellation would leave half a message on the pipe and every
-            # later message unreadable: it runs to its end, or ends the process.
+            # later message unreadable: it runs to its end, or ends the process. Its end is the
+            # caller's deadline when that comes first, so no call outlives its own timeout.
+            deadline = min(
+                anyio.current_time() + self._write_timeout, anyio.current_effective_deadline()
+            )
             with anyio.CancelScope(shield=True) as scope:
-                scope.deadline = anyio.current_time() + self._write_timeout
+                scope.deadline = deadline
                 try:
                     await self._process.stdin.send(line)  # type: ignore[union-attr]
                 except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
                     self._end("the server process closed its input")
                     raise ProcessEnded(self._ended) from None
             if scope.cancelled_caught:
-                self._end(f"the server process read no input for {self._write_timeout} seconds")
+                self._end("the server process did not read its input in time")
                 raise ProcessEnded(self._ended)
 
     # The reader tasks.
 
     async def _read_stdout(self) -> None:
-        stream = BufferedByteReceiveStream(self._stdout)
         why = "the server process closed its output"
+        line = bytearray()
+        head: bytes | None = None  # the start of a line too long to hold, while it is read past
+        tail = b""
         while True:
             try:
-                line = await stream.receive_until(b"\n", MAX_LINE)
-            except (
-                anyio.IncompleteRead,
-                anyio.EndOfStream,
-                anyio.ClosedResourceError,
-                anyio.BrokenResourceError,
-            ):
+                chunk = await self._stdout.receive()
+            except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
                 break
-            except anyio.DelimiterNotFound:
-                why = f"the server process wrote a line longer than {MAX_LINE} bytes"
-                break
-            # One read may bring a longer line whole, past the reader's own bound.
-            if len(line) > MAX_LINE:
-                why = f"the server process wrote a line longer than {MAX_LINE} bytes"
-                break
-            await self._dispatch(line.rstrip(b"\r"))
+            start = 0
+            # Each chunk is scanned once: reading is linear in what the server writes.
+            while (end := chunk.find(b"\n", start)) != -1:
+                piece = chunk[start:end]
+                start = end + 1
+                if head is not None:
+                    self._too_long(head, (tail + piece)[-_PEEK:])
+                    head, tail = None, b""
+                elif len(line) + len(piece) > self._max_line:
+                    self._too_long(bytes(line[:_PEEK]) + piece[:_PEEK], piece[-_PEEK:])
+                    line.clear()
+                else:
+                    line += piece
+                    await self._dispatch(bytes(line).rstrip(b"\r"))
+                    line.clear()
+            rest = chunk[start:]
+            if head is not None:
+                tail = (tail + rest)[-_PEEK:]
+            elif len(line) + len(rest) > self._max_line:
+                head, tail = (bytes(line[:_PEEK]) + rest[:_PEEK])[:_PEEK], rest[-_PEEK:]
+                line.clear()
+            else:
+                line += rest
         if not self._closing:
             with anyio.move_on_after(CANCEL_NOTICE_TIMEOUT):
                 await self._process.wait()
             if self._process.returncode is not None:
                 why = f"{why} (exit code {self._process.returncode})"
         self._end(why)
+
+    def _too_long(self, head: bytes, tail: bytes) -> None:
+        """A line longer than ``max_line`` was read past: the request it answers fails.
+
+        Its id is where SDKs write it, first or last; failing that, a lone waiting request is
+        the one it answers. The process goes on.
+        """
+        pending = self._named(head, tail)
+        if pending is None and len(self._pending) == 1:
+            pending = next(iter(self._pending.values()))
+        _log.warning("mcp.stdio_line_too_long", source=self._name, limit=self._max_line)
+        if pending is not None:
+            pending.settle(None, AnswerTooLarge(self._max_line))
+
+    def _named(self, head: bytes, tail: bytes) -> _Pending | None:
+        """The waiting request a line names, read from the line's first and last bytes."""
+        found = _ID_FIRST.match(head) or _ID_LAST.search(tail)
+        if found is None:
+            return None
+        try:
+            id = json.loads(found.group(1))
+        except ValueError:
+            return None
+        return self._pending.get(id) if isinstance(id, int | str) else None
 
     async def _read_stderr(self) -> None:
         stream = BufferedByteReceiveStream(self._stderr)
@@ -326,7 +386,7 @@ class StdioConnection:
         if not line.strip():
             return
         try:
-            messages = decode(line)
+            messages = decode(line, max_depth=self._max_depth)
         except ProtocolError as error:
             self._garbage(line, error)
             return
@@ -370,10 +430,12 @@ class StdioConnection:
         """
         try:
             value = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):
             value = None
         id = value.get("id") if isinstance(value, dict) else None
         pending = self._pending.get(id) if isinstance(id, int | str) else None
+        if pending is None:
+            pending = self._named(line[:_PEEK], line[-_PEEK:])
         if pending is not None:
             pending.settle(None, error)
             return
