@@ -41,6 +41,10 @@ class JsonRefused(ValueError):
     """JSON text or a value that is refused: not JSON, nested too deep, or NaN or Infinity."""
 
 
+class JsonTooDeep(JsonRefused):
+    """JSON text that nests more levels than allowed."""
+
+
 def loads(text: str | bytes, *, max_depth: int = MAX_DEPTH) -> JsonValue:
     """JSON text as a value, with no NaN or Infinity and at most ``max_depth`` levels of nesting.
 
@@ -52,12 +56,13 @@ def loads(text: str | bytes, *, max_depth: int = MAX_DEPTH) -> JsonValue:
     try:
         value: JsonValue = json.loads(text, parse_constant=_constant)
     except RecursionError:
-        raise JsonRefused(f"the JSON nests more than {max_depth} levels") from None
+        raise JsonTooDeep(f"the JSON nests more than {max_depth} levels") from None
     except ValueError as error:  # JSONDecodeError and UnicodeDecodeError
         raise JsonRefused(f"the text is not JSON ({error})") from None
     problem = refusal(value, max_depth=max_depth)
     if problem is not None:
-        raise JsonRefused(f"the JSON {problem}")
+        # A parsed value holds no NaN (parse_constant refused it): the problem is its depth.
+        raise JsonTooDeep(f"the JSON {problem}")
     return value
 
 

@@ -24,6 +24,7 @@ from amends_toolkit.protocols.http._template import (
     Param,
     RequestTemplate,
     placeholders,
+    refused_header,
 )
 
 __all__ = (
@@ -43,5 +44,6 @@ __all__ = (
     "outcome",
     "parse_answer",
     "placeholders",
+    "refused_header",
     "retry_after",
 )

@@ -25,7 +25,13 @@ import attrs
 
 from amends_toolkit._definitions import Annotations, ToolDefinition
 from amends_toolkit._json import kind
-from amends_toolkit.protocols.http import Operation, Param, RequestTemplate, placeholders
+from amends_toolkit.protocols.http import (
+    Operation,
+    Param,
+    RequestTemplate,
+    placeholders,
+    refused_header,
+)
 from amends_toolkit.protocols.openapi._schema import SchemaReader, SkipReason, Unreadable
 
 if TYPE_CHECKING:
@@ -52,7 +58,8 @@ class Skipped:
     """An operation of the document that is not a tool, and why.
 
     ``reason`` is one of ``body_not_json``, ``parameter_style``, ``object_parameter``,
-    ``cookie_parameter``, ``path_mismatch``, ``reference``, ``duplicate_name`` and ``invalid``;
+    ``cookie_parameter``, ``header_parameter``, ``path_mismatch``, ``reference``,
+    ``duplicate_name`` and ``invalid``;
     ``detail`` says what, for a person. ``method`` is ``None`` for a whole path item.
     """
 
@@ -286,6 +293,9 @@ class _Reader:
                     continue
                 if not _TOKEN.fullmatch(name):
                     raise Unreadable("invalid", f"{name!r} cannot be a header name")
+                why = refused_header(name)
+                if why is not None:
+                    raise Unreadable("header_parameter", f"header {name!r} {why}")
             if "content" in parameter and "schema" not in parameter:
                 raise Unreadable(
                     "parameter_style", f"parameter {name!r} is serialized as a media type"
