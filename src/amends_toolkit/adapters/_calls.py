@@ -9,7 +9,7 @@ from typing import Any, Protocol, TypeAlias, runtime_checkable
 import anyio
 
 from amends_toolkit._errors import Failure
-from amends_toolkit._json import JsonValue
+from amends_toolkit._json import JsonRefused, JsonValue, loads
 
 __all__ = (
     "NOT_OURS",
@@ -84,12 +84,9 @@ def arguments(text: object) -> JsonValue | Failure:
     if not isinstance(text, str):
         return Failure(code="InvalidInputError", message="The arguments must be JSON text.")
     try:
-        value: JsonValue = json.loads(text)
-    except ValueError as error:
-        return Failure(
-            code="InvalidInputError", message=f"The arguments are not valid JSON: {error}."
-        )
-    return value
+        return loads(text)
+    except JsonRefused as error:
+        return Failure(code="InvalidInputError", message=f"The arguments are not valid JSON: {error}.")
 
 
 async def run_all(caller: ToolCaller, calls: Sequence[PendingCall]) -> list[JsonValue]:
