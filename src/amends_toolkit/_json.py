@@ -28,7 +28,6 @@ def kind(value: object) -> str:
     return "an object" if isinstance(value, dict) else type(value).__name__
 
 
-
 MAX_DEPTH = 128
 """How deep JSON from outside (an input, an answer, a document) may nest, by default.
 

@@ -134,4 +134,3 @@ def peak_memory() -> Iterator[list[int]]:
     finally:
         peak.append(tracemalloc.get_traced_memory()[1])
         tracemalloc.stop()
-

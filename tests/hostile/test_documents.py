@@ -65,7 +65,7 @@ def test_refusing_an_alias_bomb_is_linear_in_the_documents_size() -> None:
 @pytest.mark.parametrize("depth", [129, 1_000, 100_000])
 def test_json_nested_too_deep_is_a_document_error(depth: int) -> None:
     text = '{"a": ' * depth + "1" + "}" * depth
-    with pytest.raises(at.openapi.DocumentError, match="deep|nests"):
+    with pytest.raises(at.openapi.DocumentError, match="too deep"):
         at.openapi.parse_document(text)
 
 

@@ -83,15 +83,18 @@ async def test_a_source_called_directly_refuses_such_input_before_any_request() 
         sent.append(json.dumps(request))
         yield head(500, content_length="0")
 
-    async with mcp_peer(never) as url, http_peer(ok) as (base, bodies):
-        async with httpx.AsyncClient() as client:
-            mcp = at.mcp.http(name="mcp", url=url, client=client)
-            rest = api(base, client)
-            for value in (float("nan"), nested(DEEP)):
-                with pytest.raises(at.InvalidInputError):
-                    await mcp.call("echo", {"text": value})
-                with pytest.raises(at.InvalidInputError):
-                    await rest.call("put", {"value": value})
+    async with (
+        mcp_peer(never) as url,
+        http_peer(ok) as (base, bodies),
+        httpx.AsyncClient() as client,
+    ):
+        mcp = at.mcp.http(name="mcp", url=url, client=client)
+        rest = api(base, client)
+        for value in (float("nan"), nested(DEEP)):
+            with pytest.raises(at.InvalidInputError):
+                await mcp.call("echo", {"text": value})
+            with pytest.raises(at.InvalidInputError):
+                await rest.call("put", {"value": value})
     assert sent == []
     assert bodies == []
 

@@ -15,7 +15,7 @@ from amends_toolkit._json import JsonObject
 from amends_toolkit.protocols.mcp._jsonrpc import MAX_MESSAGE_BYTES
 from amends_toolkit.protocols.mcp._sse import SseParser
 
-from .peers import chunked, gzip_bomb, head, mcp_peer, once, peak_memory, result
+from .peers import chunked, gzip_bomb, head, mcp_peer, peak_memory, result
 
 MiB = 1024 * 1024
 # What one bounded answer may cost: the limit, a copy of it and change (tracemalloc counts Python's
@@ -140,7 +140,9 @@ async def test_the_depth_limit_is_an_option() -> None:
 @pytest.mark.anyio
 async def test_nan_from_a_server_is_no_json() -> None:
     async def nan(request: JsonObject) -> AsyncIterator[bytes]:
-        body = f'{{"jsonrpc":"2.0","id":{request["id"]},"result":{{"structuredContent":{{"a":NaN}}}}}}'
+        body = (
+            f'{{"jsonrpc":"2.0","id":{request["id"]},"result":{{"structuredContent":{{"a":NaN}}}}}}'
+        )
         yield head(content_type="application/json", content_length=str(len(body))) + body.encode()
 
     async with mcp_peer(nan) as url:

@@ -23,9 +23,7 @@ SECRETS = (TOKEN, KEY)
 
 
 def client() -> httpx.AsyncClient:
-    return httpx.AsyncClient(
-        headers={"Authorization": f"Bearer {TOKEN}"}, params={"api_key": KEY}
-    )
+    return httpx.AsyncClient(headers={"Authorization": f"Bearer {TOKEN}"}, params={"api_key": KEY})
 
 
 def echo_of(target: str, headers: dict[str, str], pad: int = 0) -> str:
@@ -98,7 +96,8 @@ async def test_an_mcp_server_echoing_the_clients_credentials_never_shows_them(
         toolkit = at.source_toolkit(source, await source.discover())
         value = await toolkit.call("echo", {})
     (echo,) = seen
-    assert TOKEN in echo and KEY in echo  # the server did repeat them
+    assert TOKEN in echo
+    assert KEY in echo
     text = json.dumps(value)
     assert_clean(text)
     assert "[redacted]" in text

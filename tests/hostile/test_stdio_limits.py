@@ -14,6 +14,7 @@ import pytest
 from trio.testing import MockClock
 
 import amends_toolkit as at
+from amends_toolkit.actors._mcp_stdio import McpStdioSource
 from amends_toolkit.protocols.mcp._jsonrpc import MAX_MESSAGE_BYTES, encode, request
 from amends_toolkit.protocols.mcp._results import call_params
 
@@ -23,9 +24,15 @@ PEER = str(Path(__file__).parent / "stdio_peer.py")
 MiB = 1024 * 1024
 
 
-def peer(*args: str, timeout: float = 30.0, **options: int) -> at.mcp.McpStdioSource:
+def peer(
+    *args: str, timeout: float = 30.0, max_answer_bytes: int = MAX_MESSAGE_BYTES
+) -> McpStdioSource:
     return at.mcp.stdio(
-        name="peer", command=sys.executable, args=(PEER, *args), timeout=timeout, **options
+        name="peer",
+        command=sys.executable,
+        args=(PEER, *args),
+        timeout=timeout,
+        max_answer_bytes=max_answer_bytes,
     )
 
 

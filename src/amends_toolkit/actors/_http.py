@@ -61,7 +61,12 @@ from amends_toolkit._json import MAX_DEPTH
 from amends_toolkit._log import get_logger
 from amends_toolkit._peer import MAX_MODEL_TEXT, Secrets, cut
 from amends_toolkit.actors._limits import check_limits
-from amends_toolkit.protocols._body import ACCEPT_ENCODING, UnreadableCoding, decoded_chunks
+from amends_toolkit.protocols._body import (
+    ACCEPT_ENCODING,
+    RawResponse,
+    UnreadableCoding,
+    decoded_chunks,
+)
 from amends_toolkit.protocols.http import (
     BoundedText,
     InputRefused,
@@ -76,7 +81,7 @@ from amends_toolkit.protocols.http import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Mapping, Sequence
+    from collections.abc import Mapping, Sequence
     from contextlib import AbstractAsyncContextManager
 
     from amends_toolkit._definitions import ToolDefinition
@@ -87,16 +92,11 @@ __all__ = ("AsyncClient", "HttpSource", "Response", "client_error", "make")
 _log = get_logger(__name__)
 
 
-class Response(Protocol):
+class Response(RawResponse, Protocol):
     """What the source reads of a streamed answer (httpx's and httpx2's ``Response``)."""
 
     @property
     def status_code(self) -> int: ...
-
-    @property
-    def headers(self) -> Mapping[str, str]: ...
-
-    def aiter_raw(self) -> AsyncIterator[bytes]: ...
 
 
 class AsyncClient(Protocol):
@@ -283,9 +283,7 @@ class HttpSource:
                 message=f"the answer ({content_type or 'no content type'}) is not text",
             )
         try:
-            return parse_answer(
-                content_type, secrets.redact(body.text), max_depth=self._max_depth
-            )
+            return parse_answer(content_type, secrets.redact(body.text), max_depth=self._max_depth)
         except UnreadableAnswer as error:
             raise InvalidResponseError(source=self._name, message=str(error)) from None
 

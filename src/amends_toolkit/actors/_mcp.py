@@ -30,8 +30,8 @@ from amends_toolkit._errors import (
     UnavailableError,
     UnsupportedError,
 )
-from amends_toolkit._log import get_logger
 from amends_toolkit._json import MAX_DEPTH
+from amends_toolkit._log import get_logger
 from amends_toolkit.actors._limits import check_limits
 from amends_toolkit.actors._mcp_errors import (
     WIRE_ERRORS,

@@ -201,4 +201,3 @@ def check_input(source: str, input: JsonValue, *, max_depth: int) -> None:
     problem = input_refusal(input, max_depth=max_depth)
     if problem is not None:
         raise InvalidInputError(source=source, message=problem)
-

@@ -86,7 +86,9 @@ def arguments(text: object) -> JsonValue | Failure:
     try:
         return loads(text)
     except JsonRefused as error:
-        return Failure(code="InvalidInputError", message=f"The arguments are not valid JSON: {error}.")
+        return Failure(
+            code="InvalidInputError", message=f"The arguments are not valid JSON: {error}."
+        )
 
 
 async def run_all(caller: ToolCaller, calls: Sequence[PendingCall]) -> list[JsonValue]:

@@ -13,7 +13,7 @@ import zlib
 from typing import TYPE_CHECKING, Final, Protocol
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Iterator, Mapping
+    from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Mapping
 
 __all__ = (
     "ACCEPT_ENCODING",
@@ -58,7 +58,7 @@ class RawResponse(Protocol):
     def aiter_bytes(self) -> AsyncIterator[bytes]: ...
 
 
-async def decoded_chunks(response: RawResponse) -> AsyncIterator[bytes]:
+async def decoded_chunks(response: RawResponse) -> AsyncGenerator[bytes, None]:
     """The body's bytes, inflated, in pieces of at most :data:`CHUNK` bytes (a raw piece of an
     uncompressed body as it came).
 

@@ -37,6 +37,7 @@ __all__ = (
 
 Outcome: TypeAlias = Literal["success", "authentication", "unavailable", "failed", "unexpected"]
 
+
 class UnreadableAnswer(ValueError):
     """A successful answer that is neither JSON nor text."""
 
@@ -136,9 +137,7 @@ class BoundedText:
         return self._length <= self._limit
 
 
-def parse_answer(
-    content_type: str | None, text: str, *, max_depth: int = MAX_DEPTH
-) -> JsonValue:
+def parse_answer(content_type: str | None, text: str, *, max_depth: int = MAX_DEPTH) -> JsonValue:
     """A successful answer's value: JSON when it says it is, else the text; ``None`` when empty.
 
     Raises:

@@ -18,7 +18,7 @@ query values (its credentials) are replaced in whatever the server sent before i
 from __future__ import annotations
 
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Final, Protocol
 
 import anyio
@@ -30,6 +30,7 @@ from amends_toolkit._peer import Secrets
 from amends_toolkit.protocols._body import (
     ACCEPT_ENCODING,
     AnswerTooLarge,
+    RawResponse,
     UnreadableCoding,
     decoded_chunks,
     read_bounded,
@@ -54,10 +55,10 @@ if TYPE_CHECKING:
 
 __all__ = (
     "ACCEPT",
-    "AnswerTooLarge",
     "MAX_RESUMES",
     "MAX_RETRY_DELAY",
     "Answer",
+    "AnswerTooLarge",
     "HttpClient",
     "HttpResponse",
     "HttpWire",
@@ -79,16 +80,11 @@ DEFAULT_RETRY_DELAY: Final = 1.0
 """The wait before resuming when the stream gave no ``retry``."""
 
 
-class HttpResponse(Protocol):
+class HttpResponse(RawResponse, Protocol):
     """What the source reads of a response (``httpx.Response``, ``httpx2.Response``)."""
 
     @property
     def status_code(self) -> int: ...
-
-    @property
-    def headers(self) -> Mapping[str, str]: ...
-
-    def aiter_raw(self) -> AsyncIterator[bytes]: ...
 
 
 class HttpClient(Protocol):
@@ -198,9 +194,7 @@ class HttpWire:
                 else:
                     found = None
                     parser = None
-                    body = secrets.redact_bytes(
-                        await read_bounded(response, self.max_answer_bytes)
-                    )
+                    body = secrets.redact_bytes(await read_bounded(response, self.max_answer_bytes))
                     if kind == "application/json" or (not ok and body):
                         found = self._answer_in_body(body, wanted, strict=ok)
                     elif ok:
@@ -317,7 +311,6 @@ class HttpWire:
             if found is not None:
                 return found
         raise StreamEnded("the event stream ended without an answer")
-
 
     def _answer_in_body(
         self, body: bytes, wanted: RequestId, *, strict: bool
