@@ -2,8 +2,9 @@
 
 Lines end in CRLF, LF or CR (a CR at the end of one chunk and an LF at the start of the next
 are one line end); one space after ``field:`` is dropped; ``data`` lines join with ``\\n``; a
-blank line dispatches; comments (``: ping``) and events without data (priming events) are read
-and let go. ``last_event_id`` and ``retry_ms`` outlive the events that set them, for resuming.
+blank line dispatches, and an unfinished line or event at the stream's end is dropped; comments
+(``: ping``) and events without data (priming events) are read and let go. ``last_event_id``
+and ``retry_ms`` outlive the events that set them, for resuming.
 
 Work is linear in the bytes fed: each chunk is scanned once, and a line that spans chunks is
 kept in parts until it ends. A line, or an event's data, longer than ``max_event_bytes`` stops
@@ -92,10 +93,6 @@ class SseParser:
                 raise AnswerTooLarge(self._limit)
             self._parts.append(rest)
         return events
-
-    def close(self) -> list[Event]:
-        """The stream ended (an unfinished line and event are dropped)."""
-        return []
 
     def _line(self, line: str) -> Event | None:
         if len(line) > self._limit:
