@@ -58,9 +58,7 @@ async def endless_result(request: JsonObject) -> AsyncIterator[bytes]:
 
 
 @pytest.mark.anyio
-async def test_a_huge_json_answer_is_refused_as_a_failed_call_telling_the_model_to_ask_for_less() -> (
-    None
-):
+async def test_a_huge_json_answer_is_a_failed_call_telling_the_model_to_ask_for_less() -> None:
     async with mcp_peer(endless_result) as url:
         with peak_memory() as peak, pytest.raises(at.CallFailedError, match="Ask for less"):
             await call_echo(url)

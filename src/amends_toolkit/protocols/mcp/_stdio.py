@@ -2,10 +2,10 @@
 
 One :class:`StdioConnection` is one process. Messages go to its stdin and come from its stdout,
 one JSON document a line, each at most ``max_line`` bytes (a longer one is read past, not held,
-and fails the request it answers); its stderr is read as it comes (so the server never blocks on a full
-pipe) and logged at DEBUG, each line cut to :data:`MAX_STDERR_LINE` bytes. A reader task routes
-each answer to the request that waits for it by id, answers a server's ``ping`` (and refuses its
-other requests with the error the spec gives), and lets notifications go.
+and fails the request it answers); its stderr is read as it comes (so the server never blocks on
+a full pipe) and logged at DEBUG, each line cut to :data:`MAX_STDERR_LINE` bytes. A reader task
+routes each answer to the request that waits for it by id, answers a server's ``ping`` (and
+refuses its other requests with the error the spec gives), and lets notifications go.
 
 The connection knows nothing of sessions or tools: :mod:`amends_toolkit.actors._mcp_stdio`
 drives it. Its failures are :class:`ProcessEnded` (no answer will ever come) and
