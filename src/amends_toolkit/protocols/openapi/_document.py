@@ -89,8 +89,11 @@ def parse_document(
         loaded = yaml.load(text, Loader=_loader(yaml))
     except (yaml.YAMLError, RecursionError) as error:
         raise DocumentError(f"the document is neither JSON nor YAML: {error}") from None
-    _measure(loaded, max_depth=max_depth, max_alias_nodes=max_alias_nodes)
-    return _json(loaded)
+    try:
+        _measure(loaded, max_depth=max_depth, max_alias_nodes=max_alias_nodes)
+        return _json(loaded)
+    except RecursionError:  # a max_depth raised past what Python's stack follows
+        raise DocumentError("the document nests deeper than can be read") from None
 
 
 _LOADER: Any = None
