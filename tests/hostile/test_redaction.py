@@ -53,7 +53,7 @@ async def answered(kind: str) -> AsyncIterator[tuple[str, str, list[str]]]:
             tool = {"name": "echo", "inputSchema": {"type": "object"}}
             yield json_reply({"jsonrpc": "2.0", "id": id_, "result": {"tools": [tool]}})
             return
-        echo = echo_of(target, headers, pad=480)
+        echo = echo_of(target, headers, pad=470)
         seen.append(echo)
         if kind == "invalid_params":
             yield json_reply(
@@ -110,7 +110,7 @@ async def test_an_mcp_server_echoing_the_clients_credentials_never_shows_them(
         assert len(failure.message) <= 500
 
 
-@pytest.mark.parametrize(("status", "pad"), [(404, 0), (404, 470), (200, 0)])
+@pytest.mark.parametrize(("status", "pad"), [(404, 0), (404, 459), (200, 0)])
 async def test_an_api_echoing_the_clients_credentials_never_shows_them(
     status: int, pad: int
 ) -> None:
