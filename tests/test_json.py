@@ -27,3 +27,9 @@ def test_a_values_depth_counts_containers() -> None:
     assert refusal(7, max_depth=0) is None
     assert refusal({"a": [float("nan")]}) == "holds NaN or Infinity"
     assert input_refusal({"a": float("inf")}) == "The input holds NaN or Infinity; send plain JSON."
+
+
+@pytest.mark.parametrize("value", [{1: 2}, {"a": {1, 2}}, {"a": b"x"}, [object()]])
+def test_an_input_holding_what_json_has_not_is_refused(value: object) -> None:
+    assert input_refusal(value) is not None
+    assert input_refusal({"a": [True, None, "x", 1.5, (1, 2)]}) is None

@@ -65,9 +65,10 @@ def loads(text: str | bytes, *, max_depth: int = MAX_DEPTH) -> JsonValue:
     return value
 
 
-def refusal(value: object, *, max_depth: int = MAX_DEPTH) -> str | None:
+def refusal(value: object, *, max_depth: int = MAX_DEPTH, only_json: bool = False) -> str | None:
     """What makes a value no JSON a peer may be sent, or ``None``: it ``"nests more than N
-    levels"`` or ``"holds NaN or Infinity"``.
+    levels"`` or ``"holds NaN or Infinity"``, or (``only_json``) it holds a value JSON has not
+    (a set, bytes) or a key that is no string.
 
     A scalar is depth 0, ``[]`` and ``{}`` are depth 1. One walk, level by level, never recursive.
     """
@@ -76,12 +77,20 @@ def refusal(value: object, *, max_depth: int = MAX_DEPTH) -> str | None:
     while level:
         inner: list[object] = []
         for item in level:
-            if isinstance(item, dict | list):
+            if isinstance(item, dict | list | tuple):
                 if depth >= max_depth:
                     return f"nests more than {max_depth} levels"
-                inner.extend(item.values() if isinstance(item, dict) else item)
-            elif isinstance(item, float) and not math.isfinite(item):
-                return "holds NaN or Infinity"
+                if isinstance(item, dict):
+                    if only_json and not all(isinstance(key, str) for key in item):
+                        return "has a key that is not a string"
+                    inner.extend(item.values())
+                else:
+                    inner.extend(item)
+            elif isinstance(item, float):
+                if not math.isfinite(item):
+                    return "holds NaN or Infinity"
+            elif only_json and not (item is None or isinstance(item, str | int)):
+                return f"holds a value JSON has not ({type(item).__name__})"
         level = inner
         depth += 1
     return None
@@ -89,7 +98,7 @@ def refusal(value: object, *, max_depth: int = MAX_DEPTH) -> str | None:
 
 def input_refusal(value: object, *, max_depth: int = MAX_DEPTH) -> str | None:
     """What a model reads of an input no peer may be sent (see :func:`refusal`), or ``None``."""
-    problem = refusal(value, max_depth=max_depth)
+    problem = refusal(value, max_depth=max_depth, only_json=True)
     return None if problem is None else f"The input {problem}; send plain JSON."
 
 

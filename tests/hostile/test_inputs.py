@@ -60,6 +60,8 @@ def refused(value: at.JsonValue, *words: str) -> None:
         (float("nan"), ("NaN or Infinity",)),
         ([1.0, float("inf")], ("NaN or Infinity",)),
         (-float("inf"), ("NaN or Infinity",)),
+        ({1: "a key a host gave that is no string"}, ("not a string",)),
+        ({"a", "set"}, ("JSON has not",)),
     ],
 )
 async def test_the_toolkit_and_a_session_refuse_such_input_before_any_request(
