@@ -6,6 +6,7 @@ import httpx
 import httpx2
 import pytest
 
+from amends_toolkit._json import JsonValue
 from amends_toolkit._peer import MAX_MODEL_TEXT, NO_SECRETS, Secrets, cut, cut_middle
 
 
@@ -18,7 +19,12 @@ def test_a_clients_own_header_and_query_values_are_its_secrets(module: object) -
     secrets = Secrets.of_client(client)
     text = 'Bearer tok-123456 and tok-123456, {"k": "key\\/with+slash"}, q-7654321, v=2'
     assert secrets.redact(text) == '[redacted] and [redacted], {"k": "[redacted]"}, [redacted], v=2'
-    assert secrets.redact_bytes(text.encode()) == secrets.redact(text).encode()
+    value: JsonValue = {"content": [{"text": "tok-123456"}], "tok-123456": 1, "n": 3}
+    assert secrets.redact_value(value) == {
+        "content": [{"text": "[redacted]"}],
+        "tok-123456": 1,
+        "n": 3,
+    }
     # What a client sets by itself (User-Agent, Accept...) is no secret.
     assert "python" in Secrets.of_client(client).redact(client.headers["user-agent"])
     client.close()

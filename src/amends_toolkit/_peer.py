@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from typing import Final
+from typing import TYPE_CHECKING, Final
+
+if TYPE_CHECKING:
+    from amends_toolkit._json import JsonValue
 
 __all__ = ("MAX_MODEL_TEXT", "NO_SECRETS", "REDACTED", "Secrets", "cut", "cut_middle")
 
@@ -61,7 +64,7 @@ class Secrets:
     six characters are left alone.
     """
 
-    __slots__ = ("_bytes", "_texts", "longest")
+    __slots__ = ("_texts", "longest")
 
     def __init__(self, values: Iterable[str]) -> None:
         found: set[str] = set()
@@ -72,7 +75,6 @@ class Secrets:
                     found.update({part, escaped, escaped.replace("/", "\\/")})
         # Longest first, so that a value is replaced whole before a part of it is.
         self._texts = tuple(sorted(found, key=len, reverse=True))
-        self._bytes = tuple(text.encode() for text in self._texts)
         self.longest = max((len(text) for text in self._texts), default=0)
         """The length of the longest secret: read this much past a cut to redact before it."""
 
@@ -101,12 +103,18 @@ class Secrets:
                 text = text.replace(secret, REDACTED)
         return text
 
-    def redact_bytes(self, data: bytes) -> bytes:
-        """The UTF-8 bytes with every secret replaced by ``[redacted]``."""
-        for secret in self._bytes:
-            if secret in data:
-                data = data.replace(secret, REDACTED.encode())
-        return data
+    def redact_value(self, value: JsonValue) -> JsonValue:
+        """A JSON value with every secret replaced in its strings (the same value when there is
+        no secret). Keys are left as they are: they are the shape a reader relies on."""
+        if not self._texts:
+            return value
+        if isinstance(value, str):
+            return self.redact(value)
+        if isinstance(value, list):
+            return [self.redact_value(item) for item in value]
+        if isinstance(value, dict):
+            return {key: self.redact_value(item) for key, item in value.items()}
+        return value
 
 
 NO_SECRETS: Final = Secrets(())

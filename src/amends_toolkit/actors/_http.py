@@ -283,7 +283,8 @@ class HttpSource:
                 message=f"the answer ({content_type or 'no content type'}) is not text",
             )
         try:
-            return parse_answer(content_type, secrets.redact(body.text), max_depth=self._max_depth)
+            value = parse_answer(content_type, body.text, max_depth=self._max_depth)
+            return secrets.redact_value(value)
         except UnreadableAnswer as error:
             raise InvalidResponseError(source=self._name, message=str(error)) from None
 

@@ -12,7 +12,7 @@ described here as the :class:`HttpClient` protocol. It never builds a client.
 What a server sends is bounded before it is held: a JSON body, and each line and event of a
 stream, up to ``max_answer_bytes`` inflated bytes (:class:`AnswerTooLarge` past it, the reading
 stopped there); every message nests at most ``max_depth`` levels. The client's own header and
-query values (its credentials) are replaced in whatever the server sent before it is read.
+query values (its credentials) are replaced in every string of the answer it gives.
 """
 
 from __future__ import annotations
@@ -190,11 +190,11 @@ class HttpWire:
                 ok = 200 <= status <= 299
                 if kind == "text/event-stream" and ok:
                     parser = SseParser(max_event_bytes=self.max_answer_bytes)
-                    found = await self._read_events(response, parser, wanted, on_request, secrets)
+                    found = await self._read_events(response, parser, wanted, on_request)
                 else:
                     found = None
                     parser = None
-                    body = secrets.redact_bytes(await read_bounded(response, self.max_answer_bytes))
+                    body = await read_bounded(response, self.max_answer_bytes)
                     if kind == "application/json" or (not ok and body):
                         found = self._answer_in_body(body, wanted, strict=ok)
                     elif ok:
@@ -205,10 +205,15 @@ class HttpWire:
         except transport_errors() as error:
             raise Unreachable(f"POST failed: {type(error).__name__}") from None
         if found is None and parser is not None:
-            found = await self._resume(parser, wanted, on_request, resume_headers, secrets)
+            found = await self._resume(parser, wanted, on_request, resume_headers)
         if found is None and ok:
             raise ProtocolError("the answer holds no response to the request")
-        return Answer(status=status, message=found, session_id=session_id, retry_after=retry_after)
+        return Answer(
+            status=status,
+            message=_redacted(found, secrets),
+            session_id=session_id,
+            retry_after=retry_after,
+        )
 
     async def delete(self, headers: Mapping[str, str]) -> int:
         """End a session (DELETE); the status, which the caller only logs.
@@ -230,7 +235,6 @@ class HttpWire:
         parser: SseParser,
         wanted: RequestId,
         on_request: ServerRequestHandler | None,
-        secrets: Secrets,
     ) -> Response | ErrorResponse | None:
         """Read an event stream until our answer; ``None`` when it ended (or broke) first."""
         try:
@@ -240,8 +244,7 @@ class HttpWire:
                     for event in parser.feed(chunk):
                         if event.event != "message" or not event.data.strip():
                             continue
-                        data = secrets.redact(event.data)
-                        found = await self._take(data, wanted, on_request)
+                        found = await self._take(event.data, wanted, on_request)
                         if found is not None:
                             return found
             finally:
@@ -273,7 +276,6 @@ class HttpWire:
         wanted: RequestId,
         on_request: ServerRequestHandler | None,
         headers: Mapping[str, str] | None,
-        secrets: Secrets,
     ) -> Response | ErrorResponse:
         """Resume a broken stream with GET and ``Last-Event-ID``, a bounded number of times.
 
@@ -305,7 +307,7 @@ class HttpWire:
                     resumed = SseParser(max_event_bytes=self.max_answer_bytes)
                     resumed.last_event_id, resumed.retry_ms = parser.last_event_id, parser.retry_ms
                     parser = resumed
-                    found = await self._read_events(response, parser, wanted, on_request, secrets)
+                    found = await self._read_events(response, parser, wanted, on_request)
             except transport_errors() as error:
                 raise Unreachable(f"GET failed: {type(error).__name__}") from None
             if found is not None:
@@ -329,6 +331,21 @@ class HttpWire:
             ):
                 return message
         return None
+
+
+def _redacted(
+    message: Response | ErrorResponse | None, secrets: Secrets
+) -> Response | ErrorResponse | None:
+    """The answer with the client's secrets replaced in every string a model may read of it."""
+    if message is None or not secrets:
+        return message
+    if isinstance(message, Response):
+        result = secrets.redact_value(message.result)
+        assert isinstance(result, dict)  # a dict's redaction is a dict
+        return attrs.evolve(message, result=result)
+    return attrs.evolve(
+        message, message=secrets.redact(message.message), data=secrets.redact_value(message.data)
+    )
 
 
 async def _handle(message: Message, on_request: ServerRequestHandler | None) -> None:
