@@ -53,7 +53,9 @@ def loads(text: str | bytes, *, max_depth: int = MAX_DEPTH) -> JsonValue:
         JsonRefused: the text is not JSON (``NaN`` and ``Infinity`` are not), or nests deeper.
     """
     try:
-        value: JsonValue = json.loads(text, parse_constant=_constant)
+        value: JsonValue = _DECODER.decode(
+            text.decode("utf-8-sig") if isinstance(text, bytes) else text
+        )
     except RecursionError:
         raise JsonTooDeep(f"the JSON nests more than {max_depth} levels") from None
     except ValueError as error:  # JSONDecodeError and UnicodeDecodeError
@@ -104,3 +106,7 @@ def input_refusal(value: object, *, max_depth: int = MAX_DEPTH) -> str | None:
 
 def _constant(name: str) -> JsonValue:
     raise ValueError(f"{name} is not JSON")
+
+
+# One decoder for every text: json.loads with an option builds a new one each call.
+_DECODER = json.JSONDecoder(parse_constant=_constant)
