@@ -26,6 +26,7 @@ from pathlib import Path
 
 import anyio
 import httpx2
+
 from bench.bench_mcp import HEADERS, META, free_port, start_server
 
 SRC = str(Path(__file__).resolve().parents[1] / "src")

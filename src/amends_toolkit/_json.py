@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import math
 from collections.abc import Mapping, Sequence
 from typing import TypeAlias
 
@@ -31,3 +33,87 @@ def kind(value: object) -> str:
     if isinstance(value, list):
         return "an array"
     return "an object" if isinstance(value, dict) else type(value).__name__
+
+
+MAX_DEPTH = 128
+"""How deep JSON from outside (an input, an answer, a document) may nest, by default.
+
+Real inputs, answers and OpenAPI documents nest a few dozen levels at most; far deeper JSON
+only breaks a parser or a validator (jsonschema-rs gives up past 255 levels).
+"""
+
+
+class JsonRefused(ValueError):
+    """JSON text or a value that is refused: not JSON, nested too deep, or NaN or Infinity."""
+
+
+class JsonTooDeep(JsonRefused):
+    """JSON text that nests more levels than allowed."""
+
+
+def loads(text: str | bytes, *, max_depth: int = MAX_DEPTH) -> JsonValue:
+    """JSON text as a value, with no NaN or Infinity and at most ``max_depth`` levels of nesting.
+
+    Linear in the text: C's parser, then one walk over the containers it made.
+
+    Raises:
+        JsonRefused: the text is not JSON (``NaN`` and ``Infinity`` are not), or nests deeper.
+    """
+    try:
+        value: JsonValue = _DECODER.decode(
+            text.decode("utf-8-sig") if isinstance(text, bytes) else text
+        )
+    except RecursionError:
+        raise JsonTooDeep(f"the JSON nests more than {max_depth} levels") from None
+    except ValueError as error:  # JSONDecodeError and UnicodeDecodeError
+        raise JsonRefused(f"the text is not JSON ({error})") from None
+    problem = refusal(value, max_depth=max_depth)
+    if problem is not None:
+        # A parsed value holds no NaN (parse_constant refused it): the problem is its depth.
+        raise JsonTooDeep(f"the JSON {problem}")
+    return value
+
+
+def refusal(value: object, *, max_depth: int = MAX_DEPTH, only_json: bool = False) -> str | None:
+    """What makes a value no JSON a peer may be sent, or ``None``: it ``"nests more than N
+    levels"`` or ``"holds NaN or Infinity"``, or (``only_json``) it holds a value JSON has not
+    (a set, bytes) or a key that is no string.
+
+    A scalar is depth 0, ``[]`` and ``{}`` are depth 1. One walk, level by level, never recursive.
+    """
+    level = [value]
+    depth = 0
+    while level:
+        inner: list[object] = []
+        for item in level:
+            if isinstance(item, dict | list | tuple):
+                if depth >= max_depth:
+                    return f"nests more than {max_depth} levels"
+                if isinstance(item, dict):
+                    if only_json and not all(isinstance(key, str) for key in item):
+                        return "has a key that is not a string"
+                    inner.extend(item.values())
+                else:
+                    inner.extend(item)
+            elif isinstance(item, float):
+                if not math.isfinite(item):
+                    return "holds NaN or Infinity"
+            elif only_json and not (item is None or isinstance(item, str | int)):
+                return f"holds a value JSON has not ({type(item).__name__})"
+        level = inner
+        depth += 1
+    return None
+
+
+def input_refusal(value: object, *, max_depth: int = MAX_DEPTH) -> str | None:
+    """What a model reads of an input no peer may be sent (see :func:`refusal`), or ``None``."""
+    problem = refusal(value, max_depth=max_depth, only_json=True)
+    return None if problem is None else f"The input {problem}; send plain JSON."
+
+
+def _constant(name: str) -> JsonValue:
+    raise ValueError(f"{name} is not JSON")
+
+
+# One decoder for every text: json.loads with an option builds a new one each call.
+_DECODER = json.JSONDecoder(parse_constant=_constant)

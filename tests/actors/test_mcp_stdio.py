@@ -20,7 +20,6 @@ import pytest
 
 import amends_toolkit as at
 from amends_toolkit.actors._mcp_stdio import McpStdioSource
-from amends_toolkit.protocols.mcp import _stdio
 
 SERVERS = Path(__file__).parent / "servers"
 
@@ -323,16 +322,19 @@ async def test_calls_waiting_on_a_server_that_crashes_are_unavailable(stderr: St
 
 
 @pytest.mark.anyio
-async def test_a_line_longer_than_the_bound_ends_the_process_which_is_restarted(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setattr(_stdio, "MAX_LINE", 200)
-    async with spawned(scripted()) as source:
-        assert await source.call("echo", {"short": 1}) == {"echo": {"short": 1}}
-        with pytest.raises(at.UnavailableError):
-            await source.call("echo", {"long": "x" * 500})
-        assert await source.call("echo", {"short": 2}) == {"echo": {"short": 2}}
-        assert source.statistics().restarts == 1
+async def test_a_line_longer_than_the_bound_fails_its_call_and_the_process_goes_on() -> None:
+    source = at.mcp.stdio(
+        name="scripted",
+        command=sys.executable,
+        args=[str(SERVERS / "scripted_stdio_server.py")],
+        max_answer_bytes=200,
+    )
+    async with spawned(source) as ref:
+        assert await ref.call("echo", {"short": 1}) == {"echo": {"short": 1}}
+        with pytest.raises(at.CallFailedError, match="longer than 200 bytes"):
+            await ref.call("echo", {"long": "x" * 500})
+        assert await ref.call("echo", {"short": 2}) == {"echo": {"short": 2}}
+        assert ref.statistics().restarts == 0
 
 
 @pytest.mark.anyio

@@ -22,6 +22,8 @@ an answer longer than            ``CallFailedError`` telling the model to ask fo
                                  (seconds or an HTTP date); the body is not read
 any other 4xx                    ``CallFailedError`` with the API's own words, cut to 500
                                  characters
+a body in a content coding not   ``InvalidResponseError``
+asked for (not gzip or deflate)
 3xx (a redirect the client did   ``InvalidResponseError``
 not follow)
 no answer within ``timeout``     ``UnavailableError`` (one deadline for sending and reading)
@@ -32,6 +34,10 @@ decoding, too many redirects)
 any other error of the client    ``UnknownError``
 cancellation                     propagates; it is never an error
 ===============================  ================================================================
+
+Whatever the model reads of an answer, a success or a failure, has the client's own header and
+query values (its credentials) replaced first; a compressed body is inflated a bounded piece at
+a time, so ``max_answer_length`` bounds what is held too.
 """
 
 from __future__ import annotations
@@ -56,9 +62,17 @@ from amends_toolkit._errors import (
     UnavailableError,
     UnknownError,
 )
+from amends_toolkit._json import MAX_DEPTH
 from amends_toolkit._log import get_logger
+from amends_toolkit._peer import MAX_MODEL_TEXT, Secrets, cut
+from amends_toolkit.actors._limits import check_limits
+from amends_toolkit.protocols._body import (
+    ACCEPT_ENCODING,
+    RawResponse,
+    UnreadableCoding,
+    decoded_chunks,
+)
 from amends_toolkit.protocols.http import (
-    FAILURE_TEXT_LENGTH,
     MAX_BODY_SIZE,
     BoundedText,
     InputRefused,
@@ -76,7 +90,7 @@ from amends_toolkit.protocols.http import (
 from amends_toolkit.protocols.http._response import binary_media_type
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Mapping, Sequence
+    from collections.abc import Mapping, Sequence
     from contextlib import AbstractAsyncContextManager
 
     from amends_toolkit._definitions import ToolDefinition
@@ -87,16 +101,11 @@ __all__ = ("AsyncClient", "HttpSource", "Response", "client_error", "make")
 _log = get_logger(__name__)
 
 
-class Response(Protocol):
+class Response(RawResponse, Protocol):
     """What the source reads of a streamed answer (httpx's and httpx2's ``Response``)."""
 
     @property
     def status_code(self) -> int: ...
-
-    @property
-    def headers(self) -> Mapping[str, str]: ...
-
-    def aiter_bytes(self, chunk_size: int | None = None) -> AsyncIterator[bytes]: ...
 
 
 class AsyncClient(Protocol):
@@ -157,6 +166,7 @@ class HttpSource:
         timeout: float,
         max_answer_length: int,
         max_body_size: int,
+        max_depth: int = MAX_DEPTH,
     ) -> None:
         self._name = name
         self._base_url = base_url
@@ -166,6 +176,7 @@ class HttpSource:
         self._timeout = timeout
         self._max_answer_length = max_answer_length
         self._max_body_size = max_body_size
+        self._max_depth = max_depth
 
     @property
     def name(self) -> str:
@@ -202,6 +213,7 @@ class HttpSource:
                 input,
                 base_url=self._base_url,
                 max_body_size=self._max_body_size,
+                max_depth=self._max_depth,
             )
         except InputRefused as error:
             raise InvalidInputError(source=self._name, message=str(error)) from None
@@ -211,7 +223,10 @@ class HttpSource:
         own_query = set(self._client.params)
         wire = attrs.evolve(
             wire,
-            headers=[(k, v) for k, v in wire.headers if k.lower() not in own_headers],
+            headers=[
+                *((k, v) for k, v in wire.headers if k.lower() not in own_headers),
+                ("Accept-Encoding", ACCEPT_ENCODING),
+            ],
             query=[(k, v) for k, v in wire.query if k not in own_query],
         )
         try:
@@ -224,6 +239,8 @@ class HttpSource:
             ) from None
         except ToolSourceError:
             raise
+        except UnreadableCoding as error:
+            raise InvalidResponseError(source=self._name, message=str(error)) from None
         except Exception as error:
             reason = client_error(error)
             if reason is None:
@@ -234,6 +251,7 @@ class HttpSource:
             ) from None
 
     async def _send(self, tool: str, wire: WireRequest) -> JsonValue:
+        secrets = Secrets.of_client(self._client)
         async with self._client.stream(
             wire.method,
             wire.url,
@@ -244,7 +262,7 @@ class HttpSource:
             status = response.status_code
             kind = outcome(status)
             if kind == "success":
-                return await self._success(tool, response)
+                return await self._success(tool, response, secrets)
             _log.info("call.refused", source=self._name, tool=tool, status=status)
             phrase = _phrase(status)
             if kind == "authentication":
@@ -259,12 +277,13 @@ class HttpSource:
                 raise InvalidResponseError(
                     source=self._name, message=f"the API answered {phrase}, which is not followed"
                 )
-            words = await _read(response, FAILURE_TEXT_LENGTH)
-            text = words.text[:FAILURE_TEXT_LENGTH].strip() if not words.undecodable else ""
+            # Read past the cut by the longest credential, so that none is cut in half.
+            words = await _read(response, MAX_MODEL_TEXT + secrets.longest)
+            text = cut(secrets.redact(words.text)) if not words.undecodable else ""
             message = f"The API answered {phrase}" + (f": {text}" if text else ".")
             raise CallFailedError(source=self._name, message=message)
 
-    async def _success(self, tool: str, response: Response) -> JsonValue:
+    async def _success(self, tool: str, response: Response, secrets: Secrets) -> JsonValue:
         content_type = response.headers.get("content-type")
         media = binary_media_type(content_type)
         if media is not None:
@@ -282,7 +301,8 @@ class HttpSource:
                 message=f"the answer ({content_type or 'no content type'}) is not text",
             )
         try:
-            return parse_answer(content_type, body.text)
+            value = parse_answer(content_type, body.text, max_depth=self._max_depth)
+            return secrets.redact_value(value)
         except UnreadableAnswer as error:
             raise InvalidResponseError(source=self._name, message=str(error)) from None
 
@@ -304,22 +324,31 @@ async def _read_bytes(response: Response, limit: int) -> bytes | None:
     """The body, or ``None`` as soon as it is longer than ``limit`` bytes."""
     chunks: list[bytes] = []
     size = 0
-    async for chunk in response.aiter_bytes():
-        size += len(chunk)
-        if size > limit:
-            return None
-        chunks.append(chunk)
+    # Inflated a piece at a time, as any answer is: a compressed bomb stops at the limit.
+    pieces = decoded_chunks(response)
+    try:
+        async for chunk in pieces:
+            size += len(chunk)
+            if size > limit:
+                return None
+            chunks.append(chunk)
+    finally:
+        await pieces.aclose()
     return b"".join(chunks)
 
 
 async def _read(response: Response, limit: int) -> _Read:
     body = _Read(limit=limit, encoding=charset(response.headers.get("content-type")))
-    async for chunk in response.aiter_bytes():
-        if not body.feed(chunk):
-            body.too_long = True
-            return body
-        if body.undecodable:
-            return body
+    chunks = decoded_chunks(response)
+    try:
+        async for chunk in chunks:
+            if not body.feed(chunk):
+                body.too_long = True
+                return body
+            if body.undecodable:
+                return body
+    finally:
+        await chunks.aclose()
     body.too_long = not body.close()
     return body
 
@@ -340,6 +369,7 @@ def make(
     timeout: float = 30.0,
     max_answer_length: int = 200_000,
     max_body_size: int = MAX_BODY_SIZE,
+    max_depth: int = MAX_DEPTH,
 ) -> HttpSource:
     """A source of ``operations`` that sends their requests to ``base_url`` over ``client``.
 
@@ -356,9 +386,11 @@ def make(
         timeout: seconds a call may take, sending and reading included; past it a call fails as
             ``UnavailableError``.
         max_answer_length: characters of an answer the model may read; a longer one fails as
-            ``CallFailedError``.
+            ``CallFailedError``. Reading stops there, a compressed answer's inflating too.
         max_body_size: bytes a request body may have (a file the model gives included); a
             longer one is refused as ``InvalidInputError`` before anything is sent.
+        max_depth: how deep a JSON answer (and an input) may nest; a deeper answer is
+            ``InvalidResponseError``, a deeper input ``InvalidInputError``.
 
     Raises:
         ValueError: a bad option, or two operations with one name (the message names them).
@@ -374,13 +406,10 @@ def make(
         raise ValueError("base_url may not hold a query or a fragment")
     if not (isinstance(timeout, (int, float)) and math.isfinite(timeout) and timeout > 0):
         raise ValueError(f"timeout must be a positive number of seconds, not {timeout!r}")
-    if isinstance(max_answer_length, bool) or not isinstance(max_answer_length, int):
-        raise ValueError("max_answer_length must be a positive int")
-    if max_answer_length < 1:
-        raise ValueError("max_answer_length must be a positive int")
     check_client(client)
-    if isinstance(max_body_size, bool) or not isinstance(max_body_size, int) or max_body_size < 1:
-        raise ValueError("max_body_size must be a positive int")
+    check_limits(
+        max_answer_length=max_answer_length, max_body_size=max_body_size, max_depth=max_depth
+    )
     operations = tuple(operations)
     for operation in operations:
         if not isinstance(operation, Operation):
@@ -397,4 +426,5 @@ def make(
         timeout=float(timeout),
         max_answer_length=max_answer_length,
         max_body_size=max_body_size,
+        max_depth=max_depth,
     )

@@ -32,25 +32,25 @@ from amends_toolkit._errors import (
     UnavailableError,
     UnsupportedError,
 )
+from amends_toolkit._json import MAX_DEPTH
 from amends_toolkit._log import get_logger
 from amends_toolkit._progress import listener
+from amends_toolkit.actors._limits import check_limits
 from amends_toolkit.actors._mcp_errors import (
+    WIRE_ERRORS,
+    check_input,
     error_for_rpc,
     error_for_status,
+    wire_error,
 )
 from amends_toolkit.actors._mcp_listen import listen_request, relay_list_changed
 from amends_toolkit.actors._mcp_listing import list_tools
 from amends_toolkit.protocols.http import check_client, outcome, retry_after
 from amends_toolkit.protocols.mcp._headers import HeaderMark, encode_value, param_headers
-from amends_toolkit.protocols.mcp._http import (
-    Answer,
-    HttpClient,
-    HttpWire,
-    StreamEnded,
-    Unreachable,
-)
+from amends_toolkit.protocols.mcp._http import Answer, HttpClient, HttpWire, Unreachable
 from amends_toolkit.protocols.mcp._jsonrpc import (
     HEADER_MISMATCH,
+    MAX_MESSAGE_BYTES,
     METHOD_NOT_FOUND,
     MODERN_VERSION,
     SESSION_VERSIONS,
@@ -162,12 +162,21 @@ class McpHttpSource:
         timeout: float,
         end_timeout: float,
         on_list_changed: Callable[[], None] | None = None,
+        max_answer_bytes: int = MAX_MESSAGE_BYTES,
+        max_depth: int = MAX_DEPTH,
     ) -> None:
         self._name = name
         self._on_list_changed = on_list_changed
         self._timeout = timeout
         self._end_timeout = min(timeout, end_timeout)
-        self._wire = HttpWire(client=client, url=url, timeout=timeout)
+        self._max_depth = max_depth
+        self._wire = HttpWire(
+            client=client,
+            url=url,
+            timeout=timeout,
+            max_answer_bytes=max_answer_bytes,
+            max_depth=max_depth,
+        )
         self._live: _Live | None = None
 
     @property
@@ -208,6 +217,7 @@ class McpHttpSource:
 
         Cancellation stops the call and closes its response stream.
         """
+        check_input(self._name, input, max_depth=self._max_depth)
         live = self._running()
         return await self._bounded("tools/call", lambda: self._call(live, tool, input))
 
@@ -302,12 +312,8 @@ class McpHttpSource:
         with anyio.move_on_after(self._timeout):
             try:
                 return await operation()
-            except (Unreachable, StreamEnded) as error:
-                raise UnavailableError(source=self._name, message=f"{method}: {error}") from None
-            except ProtocolError as error:
-                raise InvalidResponseError(
-                    source=self._name, message=f"{method}: {error}"
-                ) from None
+            except WIRE_ERRORS as error:
+                raise wire_error(self._name, error, method=method) from None
         raise UnavailableError(
             source=self._name, message=f"{method}: no answer within {self._timeout} seconds"
         )
@@ -627,6 +633,8 @@ def http(
     timeout: float = 60.0,
     end_timeout: float = 5.0,
     on_list_changed: Callable[[], None] | None = None,
+    max_answer_bytes: int = MAX_MESSAGE_BYTES,
+    max_depth: int = MAX_DEPTH,
 ) -> McpHttpSource:
     """The source of an MCP server over Streamable HTTP.
 
@@ -646,9 +654,17 @@ def http(
             not block. With it, the source holds a stream of the server's notifications open
             while its actor runs (``subscriptions/listen``, or a session's GET stream).
 
+        max_answer_bytes: The most bytes (inflated) of one answer: a JSON body, or one line or
+            event of a stream; reading stops there. A call answered with more fails as
+            ``CallFailedError`` telling the model to ask for less; a listing as
+            ``InvalidResponseError``.
+        max_depth: How deep an answer (and an input) may nest; deeper is
+            ``InvalidResponseError`` (an input: ``InvalidInputError``).
+
+
     Raises:
-        ValueError: an empty name, a URL that is not absolute http(s), or a timeout that is
-            not a positive number of seconds.
+        ValueError: an empty name, a URL that is not absolute http(s), a timeout that is
+            not a positive number of seconds, or a limit that is not a positive int.
         TypeError: a client that is not an httpx-style async client (a sync ``httpx.Client``
             among them), the message naming the fix.
     """
@@ -677,6 +693,7 @@ def http(
         raise ValueError("end_timeout must be a positive number of seconds, such as 5.0")
     if on_list_changed is not None and not callable(on_list_changed):
         raise TypeError("on_list_changed must be a function of no arguments, or None")
+    check_limits(max_answer_bytes=max_answer_bytes, max_depth=max_depth)
     return McpHttpSource(
         name=name,
         url=url,
@@ -684,4 +701,6 @@ def http(
         timeout=float(timeout),
         end_timeout=float(end_timeout),
         on_list_changed=on_list_changed,
+        max_answer_bytes=max_answer_bytes,
+        max_depth=max_depth,
     )

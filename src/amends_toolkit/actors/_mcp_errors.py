@@ -1,8 +1,9 @@
 """Every JSON-RPC error code and HTTP status an MCP server answers, as a ToolSourceError reason.
 
 One table, one place (a test walks it). A server's own words reach the model only in an
-``InvalidInputError`` or a ``CallFailedError`` (cut to 500 characters); the other reasons carry
-them in ``message`` for the host's logs.
+``InvalidInputError`` or a ``CallFailedError`` (cut to 500 characters, after the wire replaced
+the client's credentials in them); the other reasons carry them in ``message`` for the host's
+logs. :func:`wire_error` reads what the wire (HTTP or stdio) raised.
 
 ==========================================  =========================================
 JSON-RPC error (for ``method``)             reason
@@ -42,7 +43,7 @@ host's message says what to fix.
 
 from __future__ import annotations
 
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from amends_toolkit._errors import (
     AuthenticationError,
@@ -54,7 +55,11 @@ from amends_toolkit._errors import (
     UnavailableError,
     UnsupportedError,
 )
+from amends_toolkit._json import input_refusal
+from amends_toolkit._peer import cut
+from amends_toolkit.protocols._body import AnswerTooLarge, UnreadableCoding
 from amends_toolkit.protocols.http import outcome
+from amends_toolkit.protocols.mcp._http import StreamEnded, Unreachable
 from amends_toolkit.protocols.mcp._jsonrpc import (
     HEADER_MISMATCH,
     INTERNAL_ERROR,
@@ -65,12 +70,20 @@ from amends_toolkit.protocols.mcp._jsonrpc import (
     PARSE_ERROR,
     UNSUPPORTED_VERSION,
     ErrorResponse,
+    ProtocolError,
 )
+from amends_toolkit.protocols.mcp._stdio import ProcessEnded
 
-__all__ = ("MAX_MODEL_TEXT", "error_for_rpc", "error_for_status")
+if TYPE_CHECKING:
+    from amends_toolkit._json import JsonValue
 
-MAX_MODEL_TEXT: Final = 500
-"""The most of a server's own words a model reads in one failure."""
+__all__ = (
+    "WIRE_ERRORS",
+    "check_input",
+    "error_for_rpc",
+    "error_for_status",
+    "wire_error",
+)
 
 _RESOURCE_NOT_FOUND: Final = -32002
 _URL_ELICITATION_REQUIRED: Final = -32042
@@ -79,11 +92,6 @@ _UNSUPPORTED: Final = frozenset(
 )
 _UNREADABLE: Final = frozenset({PARSE_ERROR, INVALID_REQUEST, HEADER_MISMATCH})
 _CALL: Final = "tools/call"
-
-
-def _cut(text: str) -> str:
-    text = text.strip()
-    return text if len(text) <= MAX_MODEL_TEXT else text[: MAX_MODEL_TEXT - 1] + "…"
 
 
 def error_for_rpc(source: str, error: ErrorResponse, *, method: str) -> ToolSourceError:
@@ -97,7 +105,7 @@ def error_for_rpc(source: str, error: ErrorResponse, *, method: str) -> ToolSour
         if "unknown tool" in lowered or ("tool" in lowered and "not found" in lowered):
             return NotFoundError(source=source, message=described)
         return InvalidInputError(
-            source=source, message=_cut(said) or InvalidInputError.default_message
+            source=source, message=cut(said) or InvalidInputError.default_message
         )
     if code == _RESOURCE_NOT_FOUND:
         return NotFoundError(source=source, message=described)
@@ -108,7 +116,7 @@ def error_for_rpc(source: str, error: ErrorResponse, *, method: str) -> ToolSour
     if code == INTERNAL_ERROR:
         return UnavailableError(source=source, message=described)
     if method == _CALL:
-        return CallFailedError(source=source, message=_cut(said) or CallFailedError.default_message)
+        return CallFailedError(source=source, message=cut(said) or CallFailedError.default_message)
     return InvalidResponseError(source=source, message=described)
 
 
@@ -137,3 +145,53 @@ def error_for_status(
     if status in (405, 406, 415):
         return UnsupportedError(source=source, message=described)
     return InvalidResponseError(source=source, message=described)
+
+
+WIRE_ERRORS: Final = (
+    Unreachable,
+    StreamEnded,
+    ProcessEnded,
+    ProtocolError,
+    AnswerTooLarge,
+    UnreadableCoding,
+)
+"""What the MCP wires raise for a server's failure, each read by :func:`wire_error`."""
+
+
+def wire_error(source: str, error: Exception, *, method: str) -> ToolSourceError:
+    """The reason a failure of the wire is.
+
+    ==========================================  =========================================
+    What the wire raised                        reason
+    ==========================================  =========================================
+    no connection, a broken or ended stream,    UnavailableError
+    an ended process
+    an answer past the source's size limit      CallFailedError on tools/call (ask for
+                                                less), else InvalidResponseError
+    a message that is not MCP, nested past the  InvalidResponseError
+    depth limit, or in a coding not asked for
+    ==========================================  =========================================
+    """
+    described = f"{method}: {error}"
+    if isinstance(error, Unreachable | StreamEnded | ProcessEnded):
+        return UnavailableError(source=source, message=described)
+    if isinstance(error, AnswerTooLarge) and method == _CALL:
+        return CallFailedError(
+            source=source,
+            message=(
+                f"The answer is longer than {error.limit} bytes. Ask for less: use a filter, "
+                "a smaller page or fewer fields."
+            ),
+        )
+    return InvalidResponseError(source=source, message=described)
+
+
+def check_input(source: str, input: JsonValue, *, max_depth: int) -> None:
+    """Refuse an input no server may be sent: NaN or Infinity (no JSON), or nested too deep.
+
+    Raises:
+        InvalidInputError: saying which, for the model.
+    """
+    problem = input_refusal(input, max_depth=max_depth)
+    if problem is not None:
+        raise InvalidInputError(source=source, message=problem)

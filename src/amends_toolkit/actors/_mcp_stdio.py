@@ -27,20 +27,21 @@ import attrs
 
 from amends_toolkit._errors import (
     CallFailedError,
-    InvalidResponseError,
     UnavailableError,
     UnsupportedError,
 )
+from amends_toolkit._json import MAX_DEPTH
 from amends_toolkit._log import get_logger
 from amends_toolkit._progress import listener
-from amends_toolkit.actors._mcp_errors import error_for_rpc
+from amends_toolkit.actors._limits import check_limits
+from amends_toolkit.actors._mcp_errors import WIRE_ERRORS, check_input, error_for_rpc, wire_error
 from amends_toolkit.actors._mcp_listen import LIST_CHANGED
 from amends_toolkit.actors._mcp_listing import list_tools
 from amends_toolkit.protocols.mcp._jsonrpc import (
+    MAX_MESSAGE_BYTES,
     SESSION_VERSIONS,
     ErrorResponse,
     Notification,
-    ProtocolError,
     initialize_params,
 )
 from amends_toolkit.protocols.mcp._results import (
@@ -50,7 +51,7 @@ from amends_toolkit.protocols.mcp._results import (
     progress_relay,
     read_call_result,
 )
-from amends_toolkit.protocols.mcp._stdio import ProcessEnded, StdioConnection
+from amends_toolkit.protocols.mcp._stdio import StdioConnection
 from amends_toolkit.runtime import StateLoop
 
 if TYPE_CHECKING:
@@ -94,9 +95,13 @@ class McpStdioSource:
         timeout: float,
         end_timeout: float,
         on_list_changed: Callable[[], None] | None = None,
+        max_answer_bytes: int = MAX_MESSAGE_BYTES,
+        max_depth: int = MAX_DEPTH,
     ) -> None:
         self._name = name
         self._on_list_changed = on_list_changed
+        self._max_answer_bytes = max_answer_bytes
+        self._max_depth = max_depth
         self._command = command
         self._args = tuple(args)
         self._env = dict(env) if env is not None else None
@@ -139,6 +144,7 @@ class McpStdioSource:
 
         Cancellation stops the call and tells the server with ``notifications/cancelled``.
         """
+        check_input(self._name, input, max_depth=self._max_depth)
         return await self._bounded("tools/call", lambda: self._call(tool, input))
 
     @asynccontextmanager
@@ -170,6 +176,8 @@ class McpStdioSource:
                 close_grace=self._end_timeout,
                 terminate_grace=self._end_timeout,
                 on_notification=self._notified,
+                max_line=self._max_answer_bytes,
+                max_depth=self._max_depth,
             ) as connection,
             anyio.create_task_group() as tasks,
         ):
@@ -201,12 +209,8 @@ class McpStdioSource:
         with anyio.move_on_after(self._timeout):
             try:
                 return await operation()
-            except ProcessEnded as error:
-                raise UnavailableError(source=self._name, message=f"{method}: {error}") from None
-            except ProtocolError as error:
-                raise InvalidResponseError(
-                    source=self._name, message=f"{method}: {error}"
-                ) from None
+            except WIRE_ERRORS as error:
+                raise wire_error(self._name, error, method=method) from None
         raise UnavailableError(
             source=self._name, message=f"{method}: no answer within {self._timeout} seconds"
         )
@@ -297,6 +301,8 @@ def stdio(
     timeout: float = 60.0,
     end_timeout: float = 2.0,
     on_list_changed: Callable[[], None] | None = None,
+    max_answer_bytes: int = MAX_MESSAGE_BYTES,
+    max_depth: int = MAX_DEPTH,
 ) -> McpStdioSource:
     """The source of an MCP server run as a subprocess, spoken to over its stdin and stdout.
 
@@ -320,9 +326,15 @@ def stdio(
         on_list_changed: Called (from the task that reads the server) each time the server
             says its tools changed (``notifications/tools/list_changed``), so a host can
             discover again; it must not block.
+        max_answer_bytes: The longest line (one message) read from the server; a longer one is
+            read past without being held, and the call it answers fails as ``CallFailedError``
+            telling the model to ask for less (a listing as ``InvalidResponseError``).
+        max_depth: How deep an answer (and an input) may nest; deeper is
+            ``InvalidResponseError`` (an input: ``InvalidInputError``).
 
     Raises:
-        ValueError: an empty name or command, or a timeout that is not a positive number.
+        ValueError: an empty name or command, a timeout that is not a positive number, or a
+            limit that is not a positive int.
         TypeError: ``args`` given as one string, or ``env`` not a mapping of strings.
     """
     if not isinstance(name, str) or not name:
@@ -356,6 +368,7 @@ def stdio(
         raise ValueError("end_timeout must be a positive number of seconds, such as 2.0")
     if on_list_changed is not None and not callable(on_list_changed):
         raise TypeError("on_list_changed must be a function of no arguments, or None")
+    check_limits(max_answer_bytes=max_answer_bytes, max_depth=max_depth)
     return McpStdioSource(
         name=name,
         command=command,
@@ -365,4 +378,6 @@ def stdio(
         timeout=float(timeout),
         end_timeout=float(end_timeout),
         on_list_changed=on_list_changed,
+        max_answer_bytes=max_answer_bytes,
+        max_depth=max_depth,
     )

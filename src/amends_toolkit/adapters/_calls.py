@@ -9,7 +9,7 @@ from typing import Any, Protocol, TypeAlias, runtime_checkable
 import anyio
 
 from amends_toolkit._errors import Failure
-from amends_toolkit._json import JsonValue
+from amends_toolkit._json import JsonRefused, JsonValue, loads
 from amends_toolkit.adapters._schemas import source_input
 from amends_toolkit.runtime import Session, Toolkit
 
@@ -87,12 +87,11 @@ def arguments(text: object) -> JsonValue | Failure:
     if not isinstance(text, str):
         return Failure(code="InvalidInputError", message="The arguments must be JSON text.")
     try:
-        value: JsonValue = json.loads(text)
-    except ValueError as error:
+        return loads(text)
+    except JsonRefused as error:
         return Failure(
             code="InvalidInputError", message=f"The arguments are not valid JSON: {error}."
         )
-    return value
 
 
 def with_source_names(caller: ToolCaller, name: str, input: JsonValue) -> JsonValue:

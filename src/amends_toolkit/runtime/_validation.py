@@ -3,6 +3,11 @@
 A validator is compiled once per definition and cached. A ``pattern`` or a ``format`` is not
 checked (the source checks it too, and a pattern from a source is not run here); no ``$ref`` is
 ever fetched; a schema that cannot be compiled holds the input only to being an object.
+
+Before the schema, an input is held to being JSON a peer may be sent: no NaN or Infinity, and
+nested at most :data:`~amends_toolkit._json.MAX_DEPTH` levels (a validator gives up on deeper
+input). What the model reads of a refusal is at most 500 characters, however long the value a
+message echoes.
 """
 
 from __future__ import annotations
@@ -13,8 +18,9 @@ from typing import TYPE_CHECKING, Any
 
 import jsonschema_rs
 
-from amends_toolkit._json import kind
+from amends_toolkit._json import input_refusal, kind
 from amends_toolkit._log import get_logger
+from amends_toolkit._peer import MAX_MODEL_TEXT, cut_middle
 
 if TYPE_CHECKING:
     from amends_toolkit._json import JsonObject, JsonValue
@@ -23,6 +29,7 @@ __all__ = ("InputValidator", "validator_for")
 
 _log = get_logger(__name__)
 _MAX_ERRORS = 5
+_INTRO = "The input does not match the tool's parameters: "
 
 
 class _Unchecked:
@@ -57,6 +64,9 @@ class InputValidator:
         """``None`` when the input fits, else what is wrong, written for the model to fix it."""
         if not isinstance(input, dict):
             return f"The input must be a JSON object, not {kind(input)}."
+        refused = input_refusal(input)
+        if refused is not None:
+            return refused
         if self._validator is None or self._validator.is_valid(input):
             return None
         problems = []
@@ -67,7 +77,10 @@ class InputValidator:
                 break
         if not problems:
             return None
-        return "The input does not match the tool's parameters: " + "; ".join(problems) + "."
+        # A message echoes the value at fault, which may be the model's megabytes: each is cut
+        # in its middle (keeping what it says of the value) to share the one limit.
+        room = (MAX_MODEL_TEXT - len(_INTRO) - 1) // len(problems) - 2
+        return _INTRO + "; ".join(cut_middle(problem, room) for problem in problems) + "."
 
 
 _cache: weakref.WeakValueDictionary[str, InputValidator] = weakref.WeakValueDictionary()

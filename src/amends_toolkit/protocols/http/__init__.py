@@ -12,7 +12,6 @@ from amends_toolkit.protocols.http._request import (
     join_url,
 )
 from amends_toolkit.protocols.http._response import (
-    FAILURE_TEXT_LENGTH,
     BoundedText,
     Outcome,
     UnreadableAnswer,
@@ -33,11 +32,11 @@ from amends_toolkit.protocols.http._template import (
     Style,
     is_media_type,
     placeholders,
+    refused_header,
     style_problem,
 )
 
 __all__ = (
-    "FAILURE_TEXT_LENGTH",
     "FORM",
     "MAX_BODY_SIZE",
     "MULTIPART",
@@ -64,6 +63,7 @@ __all__ = (
     "outcome",
     "parse_answer",
     "placeholders",
+    "refused_header",
     "retry_after",
     "style_problem",
     "where",

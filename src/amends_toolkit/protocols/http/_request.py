@@ -15,6 +15,7 @@ What the model gives fills the places a template has for it and decides nothing 
   required;
 - the body property, when given, is sent in the template's media type (see ``_bodies``), at
   most ``max_body_size`` bytes of it.
+- no value holds NaN or Infinity (which are no JSON), or nests more than ``max_depth`` levels.
 
 A value that breaks a rule raises :class:`InputRefused` with words written for the model.
 """
@@ -25,6 +26,7 @@ from typing import TYPE_CHECKING
 
 import attrs
 
+from amends_toolkit._json import MAX_DEPTH, input_refusal
 from amends_toolkit.protocols.http._bodies import encode_body
 from amends_toolkit.protocols.http._response import is_json
 from amends_toolkit.protocols.http._styles import InputRefused, header_text, path_text, query_pairs
@@ -61,12 +63,16 @@ def build_request(
     *,
     base_url: str,
     max_body_size: int = MAX_BODY_SIZE,
+    max_depth: int = MAX_DEPTH,
 ) -> WireRequest:
     """The request ``input`` fills in ``template``, sent to ``base_url``.
 
     Raises:
         InputRefused: a value breaks one of the rules above; the message tells the model which.
     """
+    problem = input_refusal(input, max_depth=max_depth)
+    if problem is not None:
+        raise InputRefused(problem)
     path = template.path
     query: list[tuple[str, str]] = list(template.query.items())
     headers: list[tuple[str, str]] = []

@@ -16,16 +16,16 @@ anything else (3xx)    ``"unexpected"``: a redirect the host's client did not fo
 from __future__ import annotations
 
 import codecs
-import json
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING, Literal, TypeAlias
+
+from amends_toolkit._json import MAX_DEPTH, JsonRefused, loads
 
 if TYPE_CHECKING:
     from amends_toolkit._json import JsonValue
 
 __all__ = (
-    "FAILURE_TEXT_LENGTH",
     "BoundedText",
     "Outcome",
     "UnreadableAnswer",
@@ -38,9 +38,6 @@ __all__ = (
 )
 
 Outcome: TypeAlias = Literal["success", "authentication", "unavailable", "failed", "unexpected"]
-
-FAILURE_TEXT_LENGTH = 500
-"""How much of a failed call's body the model reads."""
 
 _MAX_DELAY_DIGITS = 10
 
@@ -159,18 +156,18 @@ class BoundedText:
         return self._length <= self._limit
 
 
-def parse_answer(content_type: str | None, text: str) -> JsonValue:
+def parse_answer(content_type: str | None, text: str, *, max_depth: int = MAX_DEPTH) -> JsonValue:
     """A successful answer's value: JSON when it says it is, else the text; ``None`` when empty.
 
     Raises:
-        UnreadableAnswer: the answer says it is JSON and is not.
+        UnreadableAnswer: the answer says it is JSON and is not (``NaN`` is not), or it nests
+            more than ``max_depth`` levels.
     """
     if not text:
         return None
     if is_json(content_type):
         try:
-            value: JsonValue = json.loads(text)
-        except ValueError as error:
-            raise UnreadableAnswer(f"the answer says it is JSON and is not ({error})") from None
-        return value
+            return loads(text, max_depth=max_depth)
+        except JsonRefused as error:
+            raise UnreadableAnswer(f"the answer says it is JSON and is not: {error}") from None
     return text

@@ -4,7 +4,8 @@ A template says where each property of a tool's input goes (a path segment, a qu
 a header, each in an OpenAPI style), which property holds the body, and the body's media type
 (JSON, a form, multipart form data, or a file's bytes) with how each field of a form is sent.
 It is checked when it is made, so a catalog never holds a template whose path and parameters
-disagree, or a style its place cannot have.
+disagree, a style its place cannot have, nor one that lets the model set a header that frames,
+routes or authorizes the request (:func:`refused_header`).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ __all__ = (
     "Style",
     "is_media_type",
     "placeholders",
+    "refused_header",
     "style_problem",
 )
 
@@ -69,6 +71,56 @@ _TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 _PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
 # A path is sent as written (only values are encoded): visible ASCII, no query or fragment.
 _PATH = re.compile(r"/[!$&'()*+,\-./0-9:;=@A-Z\[\]_a-z{}~%]*")
+
+
+# The model gives values, never framing, routing or credentials: a header that frames the message
+# (RFC 9112), is hop-by-hop (RFC 9110 7.6.1), routes it through a proxy or to another host or
+# method, or carries credentials or cookies, is the client's to set.
+_FRAMING = frozenset(
+    {"content-length", "transfer-encoding", "te", "trailer", "expect", "upgrade", "connection"}
+)
+_HOP_BY_HOP = frozenset({"keep-alive", "proxy-connection"})
+_ROUTING = frozenset(
+    {
+        "host",
+        "forwarded",
+        "via",
+        "x-real-ip",
+        "x-client-ip",
+        "true-client-ip",
+        "x-original-url",
+        "x-rewrite-url",
+        "x-http-method-override",
+        "x-http-method",
+        "x-method-override",
+    }
+)
+_CREDENTIALS = frozenset(
+    {"authorization", "cookie", "api-key", "x-api-key", "x-auth-token", "x-access-token"}
+)
+# The body's own description, and what the source reads (gzip or deflate only).
+_BODY = frozenset({"content-type", "content-encoding", "accept-encoding"})
+_REFUSED_PREFIXES = ("proxy-", "x-forwarded-", "sec-")
+
+
+def refused_header(name: str) -> str | None:
+    """Why a header may not be a parameter the model fills, or ``None`` when it may be.
+
+    Framing and hop-by-hop headers (``Content-Length``, ``Transfer-Encoding``, ``Connection``,
+    ``TE``, ``Upgrade``...), routing and proxy headers (``Host``, ``Forwarded``,
+    ``X-Forwarded-*``, ``Proxy-*``, method overrides), credentials (``Authorization``, ``Cookie``,
+    API keys) and the body's own headers are the client's, never the model's.
+    """
+    lowered = name.lower()
+    if lowered in _FRAMING or lowered in _HOP_BY_HOP:
+        return "frames the request"
+    if lowered in _ROUTING or lowered.startswith(_REFUSED_PREFIXES):
+        return "routes the request"
+    if lowered in _CREDENTIALS:
+        return "carries credentials, which are the client's"
+    if lowered in _BODY:
+        return "describes the body, which the source does"
+    return None
 
 
 def placeholders(path: str) -> list[str]:
@@ -131,6 +183,12 @@ class Param:
             raise ValueError("a parameter's name on the wire must be a non-empty string")
         if self.location == "header" and not _TOKEN.fullmatch(value):
             raise ValueError(f"{value!r} cannot be a header name (RFC 9110 token characters only)")
+        why = refused_header(value) if self.location == "header" else None
+        if why is not None:
+            raise ValueError(
+                f"header {value!r} {why}: the model may not set it; the host's client sets "
+                "such headers"
+            )
         if self.location == "path" and ("{" in value or "}" in value):
             raise ValueError(f"a path parameter's name may not hold braces: {value!r}")
 

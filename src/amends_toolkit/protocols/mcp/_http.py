@@ -8,12 +8,17 @@ waiting the ``retry`` the stream asked for (bounded).
 
 It works over the host's client, an ``httpx.AsyncClient`` or an ``httpx2.AsyncClient`` (same API),
 described here as the :class:`HttpClient` protocol. It never builds a client.
+
+What a server sends is bounded before it is held: a JSON body, and each line and event of a
+stream, up to ``max_answer_bytes`` inflated bytes (:class:`AnswerTooLarge` past it, the reading
+stopped there); every message nests at most ``max_depth`` levels. The client's own header and
+query values (its credentials) are replaced in every string of the answer it gives.
 """
 
 from __future__ import annotations
 
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Final, Protocol
 
 import anyio
@@ -21,6 +26,15 @@ import attrs
 import httpx
 
 from amends_toolkit._log import get_logger
+from amends_toolkit._peer import Secrets
+from amends_toolkit.protocols._body import (
+    ACCEPT_ENCODING,
+    AnswerTooLarge,
+    RawResponse,
+    UnreadableCoding,
+    decoded_chunks,
+    read_bounded,
+)
 from amends_toolkit.protocols.http import network_failure
 from amends_toolkit.protocols.mcp._jsonrpc import (
     ErrorResponse,
@@ -45,6 +59,7 @@ __all__ = (
     "MAX_RESUMES",
     "MAX_RETRY_DELAY",
     "Answer",
+    "AnswerTooLarge",
     "HttpClient",
     "HttpResponse",
     "HttpWire",
@@ -52,6 +67,7 @@ __all__ = (
     "ServerRequestHandler",
     "StreamEnded",
     "Unreachable",
+    "UnreadableCoding",
     "transport_errors",
 )
 
@@ -68,18 +84,11 @@ DEFAULT_RETRY_DELAY: Final = 1.0
 """The wait before resuming when the stream gave no ``retry``."""
 
 
-class HttpResponse(Protocol):
+class HttpResponse(RawResponse, Protocol):
     """What the source reads of a response (``httpx.Response``, ``httpx2.Response``)."""
 
     @property
     def status_code(self) -> int: ...
-
-    @property
-    def headers(self) -> Mapping[str, str]: ...
-
-    def aiter_bytes(self) -> AsyncIterator[bytes]: ...
-
-    async def aread(self) -> bytes: ...
 
 
 class HttpClient(Protocol):
@@ -143,6 +152,8 @@ class HttpWire:
     client: HttpClient
     url: str
     timeout: float
+    max_answer_bytes: int
+    max_depth: int
 
     async def post(
         self,
@@ -160,13 +171,21 @@ class HttpWire:
             Unreachable: no connection, a network failure, or a client timeout.
             StreamEnded: an event stream ended without the answer.
             ProtocolError: a 2xx answer that is not MCP (garbage, no answer to a request).
+            AnswerTooLarge: a body, a line or an event longer than ``max_answer_bytes``.
+            UnreadableCoding: a body in a content coding that was not asked for.
         """
         id_ = message.get("id")
         # Only a request is answered; our answers to a server's requests are not.
         wanted: RequestId | None = (
             id_ if "method" in message and isinstance(id_, int | str) else None
         )
-        sent = {"Accept": ACCEPT, "Content-Type": "application/json", **headers}
+        sent = {
+            "Accept": ACCEPT,
+            "Accept-Encoding": ACCEPT_ENCODING,
+            "Content-Type": "application/json",
+            **headers,
+        }
+        secrets = Secrets.of_client(self.client)
         try:
             async with self.client.stream(
                 "POST", self.url, content=encode(message), headers=sent, timeout=self.timeout
@@ -179,14 +198,14 @@ class HttpWire:
                     return Answer(status=status, message=None, retry_after=retry_after)
                 ok = 200 <= status <= 299
                 if kind == "text/event-stream" and ok:
-                    parser = SseParser()
+                    parser = SseParser(max_event_bytes=self.max_answer_bytes)
                     found = await self._read_events(response, parser, wanted, on_request)
                 else:
                     found = None
                     parser = None
-                    body = await response.aread()
+                    body = await read_bounded(response, self.max_answer_bytes)
                     if kind == "application/json" or (not ok and body):
-                        found = _answer_in_body(body, wanted, strict=ok)
+                        found = self._answer_in_body(body, wanted, strict=ok)
                     elif ok:
                         raise ProtocolError(
                             f"a request was answered with HTTP {status} and "
@@ -198,7 +217,12 @@ class HttpWire:
             found = await self._resume(parser, wanted, on_request, resume_headers)
         if found is None and ok:
             raise ProtocolError("the answer holds no response to the request")
-        return Answer(status=status, message=found, session_id=session_id, retry_after=retry_after)
+        return Answer(
+            status=status,
+            message=_redacted(found, secrets),
+            session_id=session_id,
+            retry_after=retry_after,
+        )
 
     async def listen(
         self,
@@ -279,38 +303,29 @@ class HttpWire:
     ) -> Response | ErrorResponse | None:
         """Read an event stream until our answer; ``None`` when it ended (or broke) first."""
         try:
-            chunks = response.aiter_bytes()
+            chunks = decoded_chunks(response)
             try:
                 async for chunk in chunks:
                     for event in parser.feed(chunk):
-                        found = await self._take(event.event, event.data, wanted, on_request)
+                        if event.event != "message" or not event.data.strip():
+                            continue
+                        found = await self._take(event.data, wanted, on_request)
                         if found is not None:
                             return found
             finally:
-                # Leaving early must close the generator, or it is finalized unawaited.
-                close = getattr(chunks, "aclose", None)
-                if close is not None:
-                    await close()
+                await chunks.aclose()
         except transport_errors() as error:
             # The stream broke off; a session resumes it, anything else reports it lost.
             _log.debug("mcp.stream_broken", error=type(error).__name__)
-            return None
-        for event in parser.close():
-            found = await self._take(event.event, event.data, wanted, on_request)
-            if found is not None:
-                return found
         return None
 
     async def _take(
         self,
-        event: str,
         data: str,
         wanted: RequestId,
         on_request: ServerRequestHandler | None,
     ) -> Response | ErrorResponse | None:
-        if event != "message" or not data.strip():
-            return None
-        for message in decode(data):
+        for message in decode(data, max_depth=self.max_depth):
             if isinstance(message, Response | ErrorResponse):
                 if message.id == wanted or (
                     message.id is None and isinstance(message, ErrorResponse)
@@ -340,6 +355,7 @@ class HttpWire:
             await anyio.sleep(min(delay, MAX_RETRY_DELAY))
             sent = {
                 "Accept": "text/event-stream",
+                "Accept-Encoding": ACCEPT_ENCODING,
                 **headers,
                 "Last-Event-ID": parser.last_event_id,
             }
@@ -353,7 +369,7 @@ class HttpWire:
                         raise StreamEnded(
                             f"resuming the stream was answered with HTTP {response.status_code}"
                         )
-                    resumed = SseParser()
+                    resumed = SseParser(max_event_bytes=self.max_answer_bytes)
                     resumed.last_event_id, resumed.retry_ms = parser.last_event_id, parser.retry_ms
                     parser = resumed
                     found = await self._read_events(response, parser, wanted, on_request)
@@ -362,6 +378,39 @@ class HttpWire:
             if found is not None:
                 return found
         raise StreamEnded("the event stream ended without an answer")
+
+    def _answer_in_body(
+        self, body: bytes, wanted: RequestId, *, strict: bool
+    ) -> Response | ErrorResponse | None:
+        """The answer to ``wanted`` in a JSON body; garbage is an error only for a 2xx
+        (``strict``)."""
+        try:
+            messages = decode(body, max_depth=self.max_depth)
+        except ProtocolError:
+            if strict:
+                raise
+            return None
+        for message in messages:
+            if isinstance(message, Response | ErrorResponse) and (
+                message.id == wanted or message.id is None
+            ):
+                return message
+        return None
+
+
+def _redacted(
+    message: Response | ErrorResponse | None, secrets: Secrets
+) -> Response | ErrorResponse | None:
+    """The answer with the client's secrets replaced in every string a model may read of it."""
+    if message is None or not secrets:
+        return message
+    if isinstance(message, Response):
+        result = secrets.redact_value(message.result)
+        assert isinstance(result, dict)  # a dict's redaction is a dict
+        return attrs.evolve(message, result=result)
+    return attrs.evolve(
+        message, message=secrets.redact(message.message), data=secrets.redact_value(message.data)
+    )
 
 
 async def _handle(message: Message, on_request: ServerRequestHandler | None) -> None:
@@ -374,24 +423,6 @@ async def _handle(message: Message, on_request: ServerRequestHandler | None) -> 
         _log.debug("mcp.notification_received", method=message.method)
         if on_request is not None:
             await on_request(message)
-
-
-def _answer_in_body(
-    body: bytes, wanted: RequestId, *, strict: bool
-) -> Response | ErrorResponse | None:
-    """The answer to ``wanted`` in a JSON body; garbage is an error only for a 2xx (``strict``)."""
-    try:
-        messages = decode(body)
-    except ProtocolError:
-        if strict:
-            raise
-        return None
-    for message in messages:
-        if isinstance(message, Response | ErrorResponse) and (
-            message.id == wanted or message.id is None
-        ):
-            return message
-    return None
 
 
 def _media_type(value: str | None) -> str:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Final, TypeAlias
 
 import attrs
 
-from amends_toolkit._json import JsonObject, JsonValue
+from amends_toolkit._json import MAX_DEPTH, JsonObject, JsonRefused, JsonValue, loads
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -23,6 +23,7 @@ __all__ = (
     "INTERNAL_ERROR",
     "INVALID_PARAMS",
     "INVALID_REQUEST",
+    "MAX_MESSAGE_BYTES",
     "METHOD_NOT_FOUND",
     "MISSING_CAPABILITY",
     "MODERN_VERSION",
@@ -64,6 +65,10 @@ INTERNAL_ERROR: Final = -32603
 HEADER_MISMATCH: Final = -32020
 MISSING_CAPABILITY: Final = -32021
 UNSUPPORTED_VERSION: Final = -32022
+
+MAX_MESSAGE_BYTES: Final = 8 * 1024 * 1024
+"""The longest message read from a server by default: a JSON body, one event of a stream, one
+line of stdio. A tool list of a thousand tools is a few hundred KiB."""
 
 RequestId: TypeAlias = int | str
 
@@ -152,19 +157,20 @@ def initialize_params(version: str = SESSION_VERSIONS[0]) -> JsonObject:
 
 def encode(message: Mapping[str, JsonValue]) -> bytes:
     """A message as the bytes of one JSON document (UTF-8, no newline inside)."""
-    return json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode()
+    return json.dumps(message, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode()
 
 
-def decode(body: bytes | str) -> list[Message]:
+def decode(body: bytes | str, *, max_depth: int = MAX_DEPTH) -> list[Message]:
     """Read one JSON body: a message, or a batch (a 2025-03-26 array) of them.
 
     Raises:
-        ProtocolError: the body is not JSON, or holds something that is no JSON-RPC message.
+        ProtocolError: the body is not JSON (``NaN`` is not), nests more than ``max_depth``
+            levels, or holds something that is no JSON-RPC message.
     """
     try:
-        value: JsonValue = json.loads(body)
-    except (ValueError, UnicodeDecodeError) as error:
-        raise ProtocolError(f"the body is not JSON ({error})") from None
+        value = loads(body, max_depth=max_depth)
+    except JsonRefused as error:
+        raise ProtocolError(f"the body is not MCP: {error}") from None
     return parse_messages(value)
 
 

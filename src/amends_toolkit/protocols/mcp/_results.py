@@ -16,6 +16,7 @@ import attrs
 
 from amends_toolkit._content import holds_media
 from amends_toolkit._json import JsonObject, JsonValue
+from amends_toolkit._peer import cut
 from amends_toolkit._progress import OnProgress, Progress, report
 from amends_toolkit.protocols.mcp._jsonrpc import Notification, ProtocolError
 
@@ -52,7 +53,7 @@ class Complete:
 
 @attrs.frozen(kw_only=True)
 class ToolFailed:
-    """The tool ran and said it failed (``isError``), in its own words."""
+    """The tool ran and said it failed (``isError``), in its own words (at most 500 characters)."""
 
     text: str
 
@@ -161,7 +162,7 @@ def read_call_result(result: JsonObject) -> Outcome:
             and block.get("type") == "text"
             and isinstance(text := block.get("text"), str)
         ]
-        return ToolFailed(text="\n".join(texts) or _NO_TEXT)
+        return ToolFailed(text=cut("\n".join(texts)) or _NO_TEXT)
     structured = result.get("structuredContent")
     if structured is not None and not holds_media(content):
         return Complete(value=structured)

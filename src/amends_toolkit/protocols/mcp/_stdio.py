@@ -1,11 +1,12 @@
 """MCP over stdio: a server run as a subprocess that speaks newline-delimited JSON-RPC.
 
 One :class:`StdioConnection` is one process. Messages go to its stdin and come from its stdout,
-one JSON document a line; its stderr is read as it comes (so the server never blocks on a full
-pipe) and logged at DEBUG, each line cut to :data:`MAX_STDERR_LINE` bytes; its last
-:data:`STDERR_TAIL` lines are kept, so that a process that dies says why. A reader task routes
-each answer to the request that waits for it by id, answers a server's ``ping`` (and refuses its
-other requests with the error the spec gives), and lets notifications go.
+one JSON document a line, each at most ``max_line`` bytes (a longer one is read past, not held,
+and fails the request it answers); its stderr is read as it comes (so the server never blocks on
+a full pipe) and logged at DEBUG, each line cut to :data:`MAX_STDERR_LINE` bytes; its last
+:data:`STDERR_TAIL` lines are kept, so that a process that dies says why. A reader task
+routes each answer to the request that waits for it by id, answers a server's ``ping`` (and
+refuses its other requests with the error the spec gives), and lets notifications go.
 
 The connection knows nothing of sessions or tools: :mod:`amends_toolkit.actors._mcp_stdio`
 drives it. Its failures are :class:`StartFailed` (the command could not be started, saying
@@ -23,6 +24,7 @@ import errno
 import itertools
 import json
 import os
+import re
 import signal
 import sys
 from collections import deque
@@ -33,6 +35,7 @@ import anyio
 from anyio.streams.buffered import BufferedByteReceiveStream
 
 from amends_toolkit._log import get_logger
+from amends_toolkit.protocols._body import AnswerTooLarge
 from amends_toolkit.protocols.mcp._jsonrpc import (
     METHOD_NOT_FOUND,
     ErrorResponse,
@@ -60,7 +63,6 @@ if TYPE_CHECKING:
 
 __all__ = (
     "CLOSE_GRACE",
-    "MAX_LINE",
     "MAX_STDERR_LINE",
     "STDERR_TAIL",
     "TERMINATE_GRACE",
@@ -71,9 +73,6 @@ __all__ = (
 )
 
 _log = get_logger(__name__)
-
-MAX_LINE: Final = 32 * 1024 * 1024
-"""The longest line (one message) read from a server's stdout; a longer one ends the process."""
 
 MAX_STDERR_LINE: Final = 4096
 """The most of one stderr line that is logged; the rest of a longer line is logged apart."""
@@ -95,6 +94,12 @@ CANCEL_NOTICE_TIMEOUT: Final = 1.0
 ENDING_GRACE: Final = 1.0
 """Seconds a process whose output ended has to exit and finish its stderr, so that its exit
 code and last words reach the error."""
+
+_PEEK: Final = 256
+# Where an answer too long to read names its request: first (as Python SDKs write it) or last
+# (as the TypeScript SDK writes it).
+_ID_FIRST: Final = re.compile(rb'\s*\{\s*"jsonrpc"\s*:\s*"2\.0"\s*,\s*"id"\s*:\s*(-?\d+|"[^"\\]*")')
+_ID_LAST: Final = re.compile(rb'"id"\s*:\s*(-?\d+|"[^"\\]*")\s*\}\s*$')
 
 _INHERITED: Final = (
     (
@@ -194,11 +199,15 @@ class StdioConnection:
         name: str,
         write_timeout: float,
         on_notification: Callable[[str], None] | None = None,
+        max_line: int,
+        max_depth: int,
     ) -> None:
         self._process = process
         self._on_notification = on_notification
         self._name = name
         self._write_timeout = write_timeout
+        self._max_line = max_line
+        self._max_depth = max_depth
         self._ids = itertools.count(1)
         self._pending: dict[RequestId, _Pending] = {}
         self._write_lock = anyio.Lock()
@@ -224,6 +233,8 @@ class StdioConnection:
         close_grace: float = CLOSE_GRACE,
         terminate_grace: float = TERMINATE_GRACE,
         on_notification: Callable[[str], None] | None = None,
+        max_line: int,
+        max_depth: int,
     ) -> AsyncIterator[StdioConnection]:
         """Start the server and hold it; at the end, end it (bounded and shielded).
 
@@ -246,7 +257,12 @@ class StdioConnection:
         except OSError as error:
             raise _start_failed(command, cwd, error) from error
         connection = cls(
-            process, name=name, write_timeout=write_timeout, on_notification=on_notification
+            process,
+            name=name,
+            write_timeout=write_timeout,
+            on_notification=on_notification,
+            max_line=max_line,
+            max_depth=max_depth,
         )
         _log.info("mcp.stdio_started", source=name, pid=process.pid)
         try:
@@ -294,6 +310,7 @@ class StdioConnection:
         Raises:
             ProcessEnded: the process ended before it answered.
             ProtocolError: the answer for this request could not be read as MCP.
+            AnswerTooLarge: the answer for this request was a line longer than ``max_line``.
         """
         id = next(self._ids)
         pending = _Pending()
@@ -354,11 +371,17 @@ class StdioConnection:
             raise ProcessEnded(self._ended)
         line = encode(message) + b"\n"
         async with self._write_lock:
+            # A caller whose time is up writes nothing.
+            await anyio.lowlevel.checkpoint_if_cancelled()
             broken = False
             # A write cut by a cancellation would leave half a message on the pipe and every
-            # later message unreadable: it runs to its end, or ends the process.
+            # later message unreadable: it runs to its end, or ends the process. Its end is the
+            # caller's deadline when that comes first, so no call outlives its own timeout.
+            deadline = min(
+                anyio.current_time() + self._write_timeout, anyio.current_effective_deadline()
+            )
             with anyio.CancelScope(shield=True) as scope:
-                scope.deadline = anyio.current_time() + self._write_timeout
+                scope.deadline = deadline
                 try:
                     await self._process.stdin.send(line)  # type: ignore[union-attr]
                 except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
@@ -372,38 +395,74 @@ class StdioConnection:
                 self._end("the server process closed its input")
                 raise ProcessEnded(self._ended)
             if scope.cancelled_caught:
-                self._end(f"the server process read no input for {self._write_timeout} seconds")
+                self._end("the server process did not read its input in time")
                 raise ProcessEnded(self._ended)
 
     # The reader tasks.
 
     async def _read_stdout(self) -> None:
-        stream = BufferedByteReceiveStream(self._stdout)
         why = "the server process closed its output"
+        line = bytearray()
+        head: bytes | None = None  # the start of a line too long to hold, while it is read past
+        tail = b""
         while True:
             try:
-                line = await stream.receive_until(b"\n", MAX_LINE)
-            except (
-                anyio.IncompleteRead,
-                anyio.EndOfStream,
-                anyio.ClosedResourceError,
-                anyio.BrokenResourceError,
-            ):
+                chunk = await self._stdout.receive()
+            except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
                 break
-            except anyio.DelimiterNotFound:
-                why = f"the server process wrote a line longer than {MAX_LINE} bytes"
-                break
-            # One read may bring a longer line whole, past the reader's own bound.
-            if len(line) > MAX_LINE:
-                why = f"the server process wrote a line longer than {MAX_LINE} bytes"
-                break
-            await self._dispatch(line.rstrip(b"\r"))
+            start = 0
+            # Each chunk is scanned once: reading is linear in what the server writes.
+            while (end := chunk.find(b"\n", start)) != -1:
+                piece = chunk[start:end]
+                start = end + 1
+                if head is not None:
+                    self._too_long(head, (tail + piece)[-_PEEK:])
+                    head, tail = None, b""
+                elif len(line) + len(piece) > self._max_line:
+                    self._too_long(bytes(line[:_PEEK]) + piece[:_PEEK], piece[-_PEEK:])
+                    line.clear()
+                else:
+                    line += piece
+                    await self._dispatch(bytes(line).rstrip(b"\r"))
+                    line.clear()
+            rest = chunk[start:]
+            if head is not None:
+                tail = (tail + rest)[-_PEEK:]
+            elif len(line) + len(rest) > self._max_line:
+                head, tail = (bytes(line[:_PEEK]) + rest[:_PEEK])[:_PEEK], rest[-_PEEK:]
+                line.clear()
+            else:
+                line += rest
         if not self._closing:
             # How it ended, and its last words: the exit code and the rest of its stderr.
             with anyio.move_on_after(ENDING_GRACE):
                 await self._process.wait()
                 await self._stderr_ended.wait()
         self._end(why)
+
+    def _too_long(self, head: bytes, tail: bytes) -> None:
+        """A line longer than ``max_line`` was read past: the request it answers fails.
+
+        Its id is where SDKs write it, first or last; failing that, a lone waiting request is
+        the one it answers. The process goes on.
+        """
+        pending = self._named(head, tail)
+        if pending is None and len(self._pending) == 1:
+            pending = next(iter(self._pending.values()))
+        _log.warning("mcp.stdio_line_too_long", source=self._name, limit=self._max_line)
+        if pending is not None:
+            pending.settle(None, AnswerTooLarge(self._max_line))
+
+    def _named(self, head: bytes, tail: bytes) -> _Pending | None:
+        """The waiting request a line names, read from the line's first and last bytes."""
+        found = _ID_FIRST.match(head) or _ID_LAST.search(tail)
+        if found is None:
+            return None
+        try:
+            id = json.loads(found.group(1))
+        except ValueError:
+            return None
+        return self._pending.get(id) if isinstance(id, int | str) else None
 
     async def _read_stderr(self) -> None:
         try:
@@ -446,7 +505,7 @@ class StdioConnection:
         if not line.strip():
             return
         try:
-            messages = decode(line)
+            messages = decode(line, max_depth=self._max_depth)
         except ProtocolError as error:
             self._garbage(line, error)
             return
@@ -496,10 +555,12 @@ class StdioConnection:
         """
         try:
             value = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):
             value = None
         id = value.get("id") if isinstance(value, dict) else None
         pending = self._pending.get(id) if isinstance(id, int | str) else None
+        if pending is None:
+            pending = self._named(line[:_PEEK], line[-_PEEK:])
         if pending is not None:
             pending.settle(None, error)
             return

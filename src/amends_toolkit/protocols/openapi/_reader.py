@@ -44,6 +44,7 @@ from amends_toolkit.protocols.http import (
     file_schema,
     is_media_type,
     placeholders,
+    refused_header,
     style_problem,
 )
 from amends_toolkit.protocols.openapi._schema import SchemaReader, SkipReason, Unreadable
@@ -72,7 +73,8 @@ class Skipped:
     """An operation of the document that is not a tool, and why.
 
     ``reason`` is one of ``body_not_json``, ``parameter_style``, ``object_parameter``,
-    ``cookie_parameter``, ``path_mismatch``, ``reference``, ``duplicate_name`` and ``invalid``;
+    ``cookie_parameter``, ``header_parameter``, ``path_mismatch``, ``reference``,
+    ``duplicate_name`` and ``invalid``;
     ``detail`` says what, for a person. ``method`` is ``None`` for a whole path item.
     """
 
@@ -312,6 +314,9 @@ class _Reader:
                     continue
                 if not _TOKEN.fullmatch(name):
                     raise Unreadable("invalid", f"{name!r} cannot be a header name")
+                why = refused_header(name)
+                if why is not None:
+                    raise Unreadable("header_parameter", f"header {name!r} {why}")
             if "content" in parameter and "schema" not in parameter:
                 raise Unreadable(
                     "parameter_style", f"parameter {name!r} is serialized as a media type"

@@ -40,6 +40,7 @@ SkipReason: TypeAlias = Literal[
     "parameter_style",
     "object_parameter",
     "cookie_parameter",
+    "header_parameter",
     "path_mismatch",
     "reference",
     "duplicate_name",

@@ -1,0 +1,121 @@
+"""What a model reads of a peer's words: the host's credentials replaced, then cut to one limit.
+
+A peer (a server, an API) may repeat what it was sent, the credentials of the host's client
+among them, in an error, a body or a result. Every text a model reads from a peer is redacted
+with the client's :class:`Secrets` before it is cut (so no cut leaves half a credential), and
+every text from outside that a failure holds (a server's words, an API's body, the echo of an
+input in a validation message) is cut to :data:`MAX_MODEL_TEXT` characters.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Final
+
+if TYPE_CHECKING:
+    from amends_toolkit._json import JsonValue
+
+__all__ = ("MAX_MODEL_TEXT", "NO_SECRETS", "REDACTED", "Secrets", "cut", "cut_middle")
+
+MAX_MODEL_TEXT: Final = 500
+"""The most characters of text from outside that a model reads in one failure."""
+
+REDACTED: Final = "[redacted]"
+"""What a credential is replaced with."""
+
+_MIN_SECRET: Final = 6
+# Shorter values are no credential, and replacing them would garble the text around them.
+_NOT_SECRET: Final = frozenset(
+    {
+        "accept",
+        "accept-encoding",
+        "accept-language",
+        "connection",
+        "content-type",
+        "content-length",
+        "user-agent",
+    }
+)
+"""Headers an HTTP client sets by itself, which carry nothing of the host's."""
+
+
+def cut(text: str, limit: int = MAX_MODEL_TEXT) -> str:
+    """The text without spaces at either end, cut to ``limit`` characters (ending in ``…``)."""
+    text = text.strip()
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def cut_middle(text: str, limit: int) -> str:
+    """The text cut to ``limit`` characters by leaving out its middle (``…``), so that what a
+    message says after an echo of a long value is kept."""
+    if len(text) <= limit:
+        return text
+    head = (limit - 1) // 2
+    return text[:head] + "…" + text[len(text) - (limit - 1 - head) :]
+
+
+class Secrets:
+    """The values a host's client sends that are its own (its credentials), to redact.
+
+    Built from the client's headers (all but the few a client sets by itself, such as
+    ``Accept`` or ``User-Agent``) and its query parameters, each value as it is, its last word
+    (the token of ``Bearer <token>``) and the forms JSON text writes them in; values shorter than
+    six characters are left alone.
+    """
+
+    __slots__ = ("_texts", "longest")
+
+    def __init__(self, values: Iterable[str]) -> None:
+        found: set[str] = set()
+        for value in values:
+            for part in (value.strip(), value.strip().rpartition(" ")[2]):
+                if len(part) >= _MIN_SECRET:
+                    escaped = json.dumps(part, ensure_ascii=True)[1:-1]
+                    found.update({part, escaped, escaped.replace("/", "\\/")})
+        # Longest first, so that a value is replaced whole before a part of it is.
+        self._texts = tuple(sorted(found, key=len, reverse=True))
+        self.longest = max((len(text) for text in self._texts), default=0)
+        """The length of the longest secret: read this much past a cut to redact before it."""
+
+    @classmethod
+    def of_client(cls, client: object) -> Secrets:
+        """The secrets of an httpx (or httpx2) client: its own headers' and query's values."""
+        headers = getattr(client, "headers", None)
+        params = getattr(client, "params", None)
+        values: list[str] = []
+        if isinstance(headers, Mapping):
+            values += [
+                str(value) for key, value in headers.items() if str(key).lower() not in _NOT_SECRET
+            ]
+        if params is not None:
+            items = params.multi_items() if hasattr(params, "multi_items") else ()
+            values += [str(value) for _, value in items]
+        return cls(values) if values else NO_SECRETS
+
+    def __bool__(self) -> bool:
+        return bool(self._texts)
+
+    def redact(self, text: str) -> str:
+        """The text with every secret replaced by ``[redacted]``."""
+        for secret in self._texts:
+            if secret in text:
+                text = text.replace(secret, REDACTED)
+        return text
+
+    def redact_value(self, value: JsonValue) -> JsonValue:
+        """A JSON value with every secret replaced in its strings (the same value when there is
+        no secret). Keys are left as they are: they are the shape a reader relies on."""
+        if not self._texts:
+            return value
+        if isinstance(value, str):
+            return self.redact(value)
+        if isinstance(value, list):
+            return [self.redact_value(item) for item in value]
+        if isinstance(value, dict):
+            return {key: self.redact_value(item) for key, item in value.items()}
+        return value
+
+
+NO_SECRETS: Final = Secrets(())
+"""A client with nothing of its own to hide (or a source with no client, such as stdio)."""

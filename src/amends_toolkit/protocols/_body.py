@@ -1,0 +1,150 @@
+"""Reading an HTTP body as a peer sent it: decompressed a bounded piece at a time.
+
+An HTTP client inflates a compressed body one network read at a time, however far each read
+inflates (64 KiB of gzip can be 64 MiB). Here the raw body is inflated by at most
+:data:`CHUNK` bytes at a time, so a reader that stops at its limit has held no more than the
+limit and one chunk, whatever the body inflates to. Only ``gzip`` and ``deflate`` are read (the
+requests ask for nothing else with ``Accept-Encoding``); a body in another coding is refused.
+"""
+
+from __future__ import annotations
+
+import zlib
+from typing import TYPE_CHECKING, Final, Protocol
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Mapping
+
+__all__ = (
+    "ACCEPT_ENCODING",
+    "CHUNK",
+    "AnswerTooLarge",
+    "RawResponse",
+    "UnreadableCoding",
+    "decoded_chunks",
+    "read_bounded",
+)
+
+CHUNK: Final = 64 * 1024
+"""The most bytes one step inflates."""
+
+ACCEPT_ENCODING: Final = "gzip, deflate"
+"""The codings a request accepts: those read here, a piece at a time."""
+
+
+class AnswerTooLarge(Exception):
+    """A body (or one line or event of it) longer than its limit; reading stopped there."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"the answer is longer than {limit} bytes")
+        self.limit = limit
+
+
+class UnreadableCoding(Exception):
+    """A body in a content coding this reader does not inflate (or that does not inflate)."""
+
+
+class RawResponse(Protocol):
+    """What is read of a response (``httpx.Response``, ``httpx2.Response``)."""
+
+    @property
+    def headers(self) -> Mapping[str, str]: ...
+
+    @property
+    def is_stream_consumed(self) -> bool: ...
+
+    def aiter_raw(self) -> AsyncIterator[bytes]: ...
+
+    def aiter_bytes(self) -> AsyncIterator[bytes]: ...
+
+
+async def decoded_chunks(response: RawResponse) -> AsyncGenerator[bytes, None]:
+    """The body's bytes, inflated, in pieces of at most :data:`CHUNK` bytes (a raw piece of an
+    uncompressed body as it came).
+
+    Raises:
+        UnreadableCoding: a content coding other than gzip, deflate or identity, or a
+            compressed body that does not inflate.
+    """
+    codings = [
+        part.strip().lower()
+        for part in (response.headers.get("content-encoding") or "").split(",")
+        if part.strip() and part.strip().lower() != "identity"
+    ]
+    if len(codings) > 1 or (codings and codings[0] not in ("gzip", "x-gzip", "deflate")):
+        raise UnreadableCoding(f"the body is in the content coding {', '.join(codings)!r}")
+    inflater = _Inflater(gzip=codings[0] != "deflate") if codings else None
+    if response.is_stream_consumed:
+        # A response made whole in memory (a mock transport's) was read and inflated already.
+        inflater = None
+        raws = response.aiter_bytes()
+    else:
+        raws = response.aiter_raw()
+    try:
+        async for raw in raws:
+            if inflater is None:
+                yield raw
+                continue
+            for piece in inflater.feed(raw):
+                yield piece
+        tail = inflater.flush() if inflater is not None else b""
+        if tail:
+            yield tail
+    finally:
+        # Leaving early must close the client's generator, or it is finalized unawaited.
+        close = getattr(raws, "aclose", None)
+        if close is not None:
+            await close()
+
+
+async def read_bounded(response: RawResponse, limit: int) -> bytes:
+    """The whole body, inflated, if it is at most ``limit`` bytes.
+
+    Raises:
+        AnswerTooLarge: it is longer; nothing past the limit (and one chunk) was held.
+        UnreadableCoding: as for :func:`decoded_chunks`.
+    """
+    parts: list[bytes] = []
+    size = 0
+    chunks = decoded_chunks(response)
+    try:
+        async for chunk in chunks:
+            size += len(chunk)
+            if size > limit:
+                raise AnswerTooLarge(limit)
+            parts.append(chunk)
+    finally:
+        await chunks.aclose()
+    return b"".join(parts)
+
+
+class _Inflater:
+    def __init__(self, *, gzip: bool) -> None:
+        # gzip, or deflate as zlib data (RFC 9110) falling back to raw deflate (as some send).
+        self._gzip = gzip
+        self._inflate = zlib.decompressobj(zlib.MAX_WBITS | 16 if gzip else zlib.MAX_WBITS)
+        self._first = True
+
+    def feed(self, data: bytes) -> Iterator[bytes]:
+        while data:
+            try:
+                piece = self._inflate.decompress(data, CHUNK)
+            except zlib.error:
+                if self._gzip or not self._first:
+                    raise UnreadableCoding("the compressed body does not inflate") from None
+                self._inflate = zlib.decompressobj(-zlib.MAX_WBITS)
+                self._first = False
+                continue
+            self._first = False
+            rest = self._inflate.unconsumed_tail
+            if piece:
+                yield piece
+            elif len(rest) == len(data):
+                break
+            data = rest
+
+    def flush(self) -> bytes:
+        try:
+            return self._inflate.flush()
+        except zlib.error:
+            raise UnreadableCoding("the compressed body does not inflate") from None

@@ -1,0 +1,137 @@
+"""No credential reaches the model: a server that repeats what it was sent (the client's
+``Authorization``, an API key in its query) has those values replaced in whatever the model
+reads, before the text is cut, so no cut leaves half a credential either."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from urllib.parse import unquote
+
+import httpx
+import pytest
+
+import amends_toolkit as at
+
+from .peers import head, http_peer, json_reply
+
+pytestmark = pytest.mark.anyio
+
+TOKEN = "sk-live-5f0c2b1e9a7d4c3b"
+KEY = "qk-90210-abcdef"
+SECRETS = (TOKEN, KEY)
+
+
+def client() -> httpx.AsyncClient:
+    return httpx.AsyncClient(headers={"Authorization": f"Bearer {TOKEN}"}, params={"api_key": KEY})
+
+
+def echo_of(target: str, headers: dict[str, str], pad: int = 0) -> str:
+    return "x" * pad + f"you sent {headers.get('authorization')} to {unquote(target)}"
+
+
+def assert_clean(text: str) -> None:
+    for secret in SECRETS:
+        assert secret not in text
+        # Not half of one either.
+        assert secret[: len(secret) // 2] not in text
+
+
+async def answered(kind: str) -> AsyncIterator[tuple[str, str, list[str]]]:
+    """An MCP peer whose tools/call answers ``kind``, echoing the request's credentials."""
+    seen: list[str] = []
+
+    async def reply(target: str, headers: dict[str, str], body: bytes) -> AsyncIterator[bytes]:
+        request = json.loads(body)
+        method, id_ = request.get("method"), request.get("id")
+        if method == "server/discover":
+            yield json_reply(
+                {"jsonrpc": "2.0", "id": id_, "result": {"supportedVersions": ["2026-07-28"]}}
+            )
+            return
+        if method == "tools/list":
+            tool = {"name": "echo", "inputSchema": {"type": "object"}}
+            yield json_reply({"jsonrpc": "2.0", "id": id_, "result": {"tools": [tool]}})
+            return
+        echo = echo_of(target, headers, pad=470)
+        seen.append(echo)
+        if kind == "invalid_params":
+            yield json_reply(
+                {"jsonrpc": "2.0", "id": id_, "error": {"code": -32602, "message": echo}}
+            )
+        elif kind == "tool_error":
+            content = [{"type": "text", "text": echo}]
+            yield json_reply(
+                {"jsonrpc": "2.0", "id": id_, "result": {"content": content, "isError": True}}
+            )
+        elif kind == "other_error":
+            yield json_reply({"jsonrpc": "2.0", "id": id_, "error": {"code": 7, "message": echo}})
+        else:
+            events = (
+                "event: message\ndata: "
+                + json.dumps(
+                    {"jsonrpc": "2.0", "id": id_, "result": {"structuredContent": {"got": echo}}}
+                )
+                + "\n\n"
+            ).encode()
+            yield head(content_type="text/event-stream", content_length=str(len(events)))
+            yield events
+
+    async with http_peer(reply) as (url, _):
+        yield url + "/mcp", kind, seen
+
+
+@pytest.fixture(params=["invalid_params", "tool_error", "other_error", "success"])
+async def mcp_echo(request: pytest.FixtureRequest) -> AsyncIterator[tuple[str, str, list[str]]]:
+    async for peer in answered(request.param):
+        yield peer
+
+
+async def test_an_mcp_server_echoing_the_clients_credentials_never_shows_them(
+    mcp_echo: tuple[str, str, list[str]],
+) -> None:
+    url, kind, seen = mcp_echo
+    async with client() as http:
+        source = at.mcp.http(name="echoing", url=url, client=http)
+        async with source.lifespan():
+            toolkit = at.source_toolkit(source, await source.discover())
+            value = await toolkit.call("echo", {})
+    (echo,) = seen
+    assert TOKEN in echo
+    assert KEY in echo
+    text = json.dumps(value)
+    assert_clean(text)
+    assert "[redacted]" in text
+    failure = at.Failure.from_json(value)
+    if kind == "success":
+        assert failure is None
+    else:
+        assert failure is not None
+        assert failure.code in ("InvalidInputError", "CallFailedError")
+        assert len(failure.message) <= 500
+
+
+@pytest.mark.parametrize(("status", "pad"), [(404, 0), (404, 459), (200, 0)])
+async def test_an_api_echoing_the_clients_credentials_never_shows_them(
+    status: int, pad: int
+) -> None:
+    async def reply(target: str, headers: dict[str, str], _b: bytes) -> AsyncIterator[bytes]:
+        yield json_reply({"error": echo_of(target, headers, pad)}, status=status)
+
+    operation = at.http.Operation(
+        definition=at.ToolDefinition(
+            name="get", description="Get.", input_schema={"type": "object"}
+        ),
+        request=at.http.RequestTemplate(method="GET", path="/thing"),
+    )
+    async with http_peer(reply) as (url, _), client() as http:
+        source = at.http.make(name="api", base_url=url, operations=[operation], client=http)
+        value = await at.source_toolkit(source, await source.discover()).call("get", {})
+    text = json.dumps(value)
+    assert_clean(text)
+    if pad == 0:
+        assert "[redacted]" in text
+    if status == 404:
+        failure = at.Failure.from_json(value)
+        assert failure is not None
+        assert len(failure.message) <= 500 + len("The API answered 404 Not Found: ")

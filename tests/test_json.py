@@ -1,0 +1,35 @@
+"""Reading JSON from outside: no NaN, bounded depth, linear and never recursive."""
+
+from __future__ import annotations
+
+import pytest
+
+from amends_toolkit._json import JsonRefused, JsonTooDeep, input_refusal, loads, refusal
+
+
+@pytest.mark.parametrize("text", ["NaN", "[1, Infinity]", '{"a": -Infinity}', "{", ""])
+def test_what_is_no_json_is_refused(text: str) -> None:
+    with pytest.raises(JsonRefused):
+        loads(text)
+
+
+@pytest.mark.parametrize("depth", [5, 1_000, 100_000])
+def test_json_nested_past_the_limit_is_too_deep(depth: int) -> None:
+    with pytest.raises(JsonTooDeep):
+        loads("[" * depth + "]" * depth, max_depth=4)
+    assert loads("[[[[]]]]", max_depth=4) == [[[[]]]]
+
+
+def test_a_values_depth_counts_containers() -> None:
+    assert refusal({}, max_depth=1) is None
+    assert refusal({"a": {}}, max_depth=1) == "nests more than 1 levels"
+    assert refusal([1, "x", None], max_depth=1) is None
+    assert refusal(7, max_depth=0) is None
+    assert refusal({"a": [float("nan")]}) == "holds NaN or Infinity"
+    assert input_refusal({"a": float("inf")}) == "The input holds NaN or Infinity; send plain JSON."
+
+
+@pytest.mark.parametrize("value", [{1: 2}, {"a": {1, 2}}, {"a": b"x"}, [object()]])
+def test_an_input_holding_what_json_has_not_is_refused(value: object) -> None:
+    assert input_refusal(value) is not None
+    assert input_refusal({"a": [True, None, "x", 1.5, (1, 2)]}) is None

@@ -1,0 +1,47 @@
+"""The redaction rule and the one cut, in one place."""
+
+from __future__ import annotations
+
+import httpx
+import httpx2
+import pytest
+
+from amends_toolkit._json import JsonValue
+from amends_toolkit._peer import MAX_MODEL_TEXT, NO_SECRETS, Secrets, cut, cut_middle
+
+
+@pytest.mark.parametrize("module", [httpx, httpx2])
+def test_a_clients_own_header_and_query_values_are_its_secrets(module: object) -> None:
+    client = module.Client(  # type: ignore[attr-defined]
+        headers={"Authorization": "Bearer tok-123456", "X-Api-Key": "key/with+slash"},
+        params={"api_key": "q-7654321", "v": "2"},
+    )
+    secrets = Secrets.of_client(client)
+    text = 'Bearer tok-123456 and tok-123456, {"k": "key\\/with+slash"}, q-7654321, v=2'
+    assert secrets.redact(text) == '[redacted] and [redacted], {"k": "[redacted]"}, [redacted], v=2'
+    value: JsonValue = {"content": [{"text": "tok-123456"}], "tok-123456": 1, "n": 3}
+    assert secrets.redact_value(value) == {
+        "content": [{"text": "[redacted]"}],
+        "tok-123456": 1,
+        "n": 3,
+    }
+    # What a client sets by itself (User-Agent, Accept...) is no secret.
+    assert "python" in Secrets.of_client(client).redact(client.headers["user-agent"])
+    client.close()
+
+
+def test_a_client_with_nothing_of_its_own_has_no_secrets() -> None:
+    with httpx.Client() as client:
+        assert not Secrets.of_client(client)
+    assert NO_SECRETS.redact("anything") == "anything"
+    assert NO_SECRETS.longest == 0
+
+
+def test_the_cut_keeps_the_limit() -> None:
+    assert cut("  short  ") == "short"
+    long = "a" * 1000
+    assert len(cut(long)) == MAX_MODEL_TEXT
+    assert cut(long).endswith("…")
+    middle = cut_middle("x" * 1000 + " is not an integer", 60)
+    assert len(middle) == 60
+    assert middle.endswith(" is not an integer")
