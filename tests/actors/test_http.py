@@ -446,6 +446,11 @@ async def test_media_longer_than_the_limit_in_base64_is_too_long(setup: Setup) -
     setup.api.reply = Reply(headers=[("content-type", "image/png")], body=b"\x89" * 300)
     async with source_for(setup, max_answer_length=400) as source:
         assert isinstance(await source.call("ping", {}), list)
+    # One byte more is 404 characters of base64: too long, though 301 bytes are under 400.
+    setup.api.reply = Reply(headers=[("content-type", "image/png")], body=b"\x89" * 301)
+    async with source_for(setup, max_answer_length=400) as source:
+        with pytest.raises(at.CallFailedError, match="longer than 400 characters"):
+            await source.call("ping", {})
 
 
 @pytest.mark.anyio
