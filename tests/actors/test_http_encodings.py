@@ -167,6 +167,20 @@ async def test_a_value_holding_its_delimiter_is_refused_and_nothing_is_sent(
             await api.call("op", input)
 
 
+async def test_an_exploded_objects_key_never_passes_for_the_clients_own_parameter(
+    base_url: str,
+) -> None:
+    # An exploded object's keys name query pairs: the model may choose them, but the client's
+    # own parameters (its credentials) are its alone.
+    async with httpx.AsyncClient(params={"api_key": "secret"}) as client:
+        api = at.http.make(
+            name="api", base_url=base_url, operations=[operation(QUERY)], client=client
+        )
+        answer = await api.call("op", {"spread": {"api_key": "model's", "gt": 1}})
+    assert isinstance(answer, dict)
+    assert answer["query"] == [["api_key", "secret"], ["gt", "1"]]
+
+
 async def test_path_and_header_styles_arrive_as_openapi_writes_them(base_url: str) -> None:
     template = RequestTemplate(
         method="GET",
