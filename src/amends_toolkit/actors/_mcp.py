@@ -385,7 +385,7 @@ class McpHttpSource:
             return reply
         if (
             400 <= answer.status <= 499
-            and answer.status not in (401, 403, 408, 429)
+            and outcome(answer.status) == "failed"
             and isinstance(reply, ErrorResponse)
         ):
             return reply
