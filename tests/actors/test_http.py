@@ -435,6 +435,15 @@ async def test_an_image_a_sound_or_a_pdf_is_a_content_block_of_its_bytes(
 
 
 @pytest.mark.anyio
+async def test_an_svg_image_is_text_the_model_reads(setup: Setup) -> None:
+    # SVG is XML: the model reads it as text, and no model API takes it as an image.
+    svg = b'<svg xmlns="http://www.w3.org/2000/svg"><circle r="1"/></svg>'
+    setup.api.reply = Reply(headers=[("content-type", "image/svg+xml")], body=svg)
+    async with source_for(setup) as source:
+        assert await source.call("ping", {}) == svg.decode()
+
+
+@pytest.mark.anyio
 async def test_media_longer_than_the_limit_in_base64_is_too_long(setup: Setup) -> None:
     setup.api.reply = Reply(headers=[("content-type", "image/png")], body=PNG, chunks=6_000)
     async with source_for(setup, max_answer_length=50_000) as source:
