@@ -210,6 +210,31 @@ async def test_path_and_header_styles_arrive_as_openapi_writes_them(base_url: st
     assert answer["headers"] == {"x-obj": "a,1,b,c", "x-exploded": "a=1"}
 
 
+@pytest.mark.parametrize(
+    ("input", "why"),
+    [
+        ({"h": {"a": "1,b"}}, "joined by ','"),
+        ({"e": {"a": "1,b=2"}}, "joined by ','"),
+        ({"e": {"a=b": 1}}, "joined by '='"),
+    ],
+)
+async def test_a_header_value_holding_its_delimiter_is_refused(
+    base_url: str, input: JsonObject, why: str
+) -> None:
+    # X-Exploded {"a": "1,b=2"} would arrive as a=1,b=2: a pair the model made, not a value.
+    template = RequestTemplate(
+        method="GET",
+        path="/h",
+        params={
+            "h": Param(location="header", name="X-Obj"),
+            "e": Param(location="header", name="X-Exploded", explode=True),
+        },
+    )
+    async with source(base_url, operation(template)) as api:
+        with pytest.raises(at.InvalidInputError, match=why):
+            await api.call("op", input)
+
+
 async def test_a_form_body_is_read_by_starlettes_form_parser(base_url: str) -> None:
     template = RequestTemplate(
         method="POST",
