@@ -6,6 +6,7 @@ documents sent the same way."""
 from __future__ import annotations
 
 import base64
+import re
 import threading
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -348,6 +349,8 @@ async def test_multipart_form_data_is_read_by_python_multipart(base_url: str) ->
         ("just text", "is a file"),
         ({"base64": base64.b64encode(b"x" * 101).decode()}, "longer than the 100 bytes allowed"),
         ({"base64": "A" * 1000}, "'body.file' makes a body longer than the 100 bytes"),
+        ({"text": 5}, "'body.file' is a file whose 'text' or 'base64' must be a string"),
+        ({"text": "a", "filename": 5}, "'body.file.filename' must be a string"),
     ],
 )
 async def test_a_file_that_cannot_be_sent_is_refused_before_anything_is_sent(
@@ -356,6 +359,24 @@ async def test_a_file_that_cannot_be_sent_is_refused_before_anything_is_sent(
     async with source(base_url, operation(MULTIPART_TEMPLATE), max_body_size=100) as api:
         with pytest.raises(at.InvalidInputError, match=why):
             await api.call("op", {"body": {"file": file}})
+
+
+@pytest.mark.parametrize(
+    ("media_type", "body", "why"),
+    [
+        (None, {"text": "x" * 100}, "'body' makes a body longer than the 100 bytes allowed"),
+        (FORM, {"text": "x" * 100}, "'body' makes a body longer than the 100 bytes allowed"),
+        (FORM, "text=x", "'body' must be an object, a field for each key"),
+        (MULTIPART, ["x"], "'body' must be an object, a field for each key"),
+    ],
+)
+async def test_a_body_that_cannot_be_sent_is_refused(
+    base_url: str, media_type: str | None, body: JsonValue, why: str
+) -> None:
+    template = RequestTemplate(method="POST", path="/b", body="body", media_type=media_type)
+    async with source(base_url, operation(template), max_body_size=100) as api:
+        with pytest.raises(at.InvalidInputError, match=re.escape(why)):
+            await api.call("op", {"body": body})
 
 
 async def test_a_file_body_is_sent_as_its_bytes(base_url: str) -> None:
