@@ -676,6 +676,8 @@ async def test_a_broken_answer_on_the_wire_is_an_invalid_response() -> None:
         ({"timeout": 0}, "timeout must be"),
         ({"timeout": float("inf")}, "timeout must be"),
         ({"max_answer_length": 0}, "max_answer_length"),
+        ({"max_body_size": 0}, "max_body_size must be a positive int"),
+        ({"max_body_size": True}, "max_body_size must be a positive int"),
         ({"operations": [PLAIN, PLAIN]}, r"share names \['ping'\]"),
         ({"operations": ["GET /"]}, "at.http.Operation"),
     ],
