@@ -435,6 +435,15 @@ async def test_an_image_a_sound_or_a_pdf_is_a_content_block_of_its_bytes(
 
 
 @pytest.mark.anyio
+async def test_an_svg_image_is_text_the_model_reads(setup: Setup) -> None:
+    # SVG is XML: the model reads it as text, and no model API takes it as an image.
+    svg = b'<svg xmlns="http://www.w3.org/2000/svg"><circle r="1"/></svg>'
+    setup.api.reply = Reply(headers=[("content-type", "image/svg+xml")], body=svg)
+    async with source_for(setup) as source:
+        assert await source.call("ping", {}) == svg.decode()
+
+
+@pytest.mark.anyio
 async def test_media_longer_than_the_limit_in_base64_is_too_long(setup: Setup) -> None:
     setup.api.reply = Reply(headers=[("content-type", "image/png")], body=PNG, chunks=6_000)
     async with source_for(setup, max_answer_length=50_000) as source:
@@ -446,6 +455,11 @@ async def test_media_longer_than_the_limit_in_base64_is_too_long(setup: Setup) -
     setup.api.reply = Reply(headers=[("content-type", "image/png")], body=b"\x89" * 300)
     async with source_for(setup, max_answer_length=400) as source:
         assert isinstance(await source.call("ping", {}), list)
+    # One byte more is 404 characters of base64: too long, though 301 bytes are under 400.
+    setup.api.reply = Reply(headers=[("content-type", "image/png")], body=b"\x89" * 301)
+    async with source_for(setup, max_answer_length=400) as source:
+        with pytest.raises(at.CallFailedError, match="longer than 400 characters"):
+            await source.call("ping", {})
 
 
 @pytest.mark.anyio
@@ -662,6 +676,8 @@ async def test_a_broken_answer_on_the_wire_is_an_invalid_response() -> None:
         ({"timeout": 0}, "timeout must be"),
         ({"timeout": float("inf")}, "timeout must be"),
         ({"max_answer_length": 0}, "max_answer_length"),
+        ({"max_body_size": 0}, "max_body_size must be a positive int"),
+        ({"max_body_size": True}, "max_body_size must be a positive int"),
         ({"operations": [PLAIN, PLAIN]}, r"share names \['ping'\]"),
         ({"operations": ["GET /"]}, "at.http.Operation"),
     ],

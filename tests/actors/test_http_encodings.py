@@ -6,6 +6,7 @@ documents sent the same way."""
 from __future__ import annotations
 
 import base64
+import re
 import threading
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -167,6 +168,20 @@ async def test_a_value_holding_its_delimiter_is_refused_and_nothing_is_sent(
             await api.call("op", input)
 
 
+async def test_an_exploded_objects_key_never_passes_for_the_clients_own_parameter(
+    base_url: str,
+) -> None:
+    # An exploded object's keys name query pairs: the model may choose them, but the client's
+    # own parameters (its credentials) are its alone.
+    async with httpx.AsyncClient(params={"api_key": "secret"}) as client:
+        api = at.http.make(
+            name="api", base_url=base_url, operations=[operation(QUERY)], client=client
+        )
+        answer = await api.call("op", {"spread": {"api_key": "model's", "gt": 1}})
+    assert isinstance(answer, dict)
+    assert answer["query"] == [["api_key", "secret"], ["gt", "1"]]
+
+
 async def test_path_and_header_styles_arrive_as_openapi_writes_them(base_url: str) -> None:
     template = RequestTemplate(
         method="GET",
@@ -194,6 +209,31 @@ async def test_path_and_header_styles_arrive_as_openapi_writes_them(base_url: st
     )
     assert answer["path"] == "/p/a,b%2Fc/.x.y/;m=1,2/R=1,G=2"
     assert answer["headers"] == {"x-obj": "a,1,b,c", "x-exploded": "a=1"}
+
+
+@pytest.mark.parametrize(
+    ("input", "why"),
+    [
+        ({"h": {"a": "1,b"}}, "joined by ','"),
+        ({"e": {"a": "1,b=2"}}, "joined by ','"),
+        ({"e": {"a=b": 1}}, "joined by '='"),
+    ],
+)
+async def test_a_header_value_holding_its_delimiter_is_refused(
+    base_url: str, input: JsonObject, why: str
+) -> None:
+    # X-Exploded {"a": "1,b=2"} would arrive as a=1,b=2: a pair the model made, not a value.
+    template = RequestTemplate(
+        method="GET",
+        path="/h",
+        params={
+            "h": Param(location="header", name="X-Obj"),
+            "e": Param(location="header", name="X-Exploded", explode=True),
+        },
+    )
+    async with source(base_url, operation(template)) as api:
+        with pytest.raises(at.InvalidInputError, match=why):
+            await api.call("op", input)
 
 
 async def test_a_form_body_is_read_by_starlettes_form_parser(base_url: str) -> None:
@@ -309,6 +349,8 @@ async def test_multipart_form_data_is_read_by_python_multipart(base_url: str) ->
         ("just text", "is a file"),
         ({"base64": base64.b64encode(b"x" * 101).decode()}, "longer than the 100 bytes allowed"),
         ({"base64": "A" * 1000}, "'body.file' makes a body longer than the 100 bytes"),
+        ({"text": 5}, "'body.file' is a file whose 'text' or 'base64' must be a string"),
+        ({"text": "a", "filename": 5}, "'body.file.filename' must be a string"),
     ],
 )
 async def test_a_file_that_cannot_be_sent_is_refused_before_anything_is_sent(
@@ -317,6 +359,24 @@ async def test_a_file_that_cannot_be_sent_is_refused_before_anything_is_sent(
     async with source(base_url, operation(MULTIPART_TEMPLATE), max_body_size=100) as api:
         with pytest.raises(at.InvalidInputError, match=why):
             await api.call("op", {"body": {"file": file}})
+
+
+@pytest.mark.parametrize(
+    ("media_type", "body", "why"),
+    [
+        (None, {"text": "x" * 100}, "'body' makes a body longer than the 100 bytes allowed"),
+        (FORM, {"text": "x" * 100}, "'body' makes a body longer than the 100 bytes allowed"),
+        (FORM, "text=x", "'body' must be an object, a field for each key"),
+        (MULTIPART, ["x"], "'body' must be an object, a field for each key"),
+    ],
+)
+async def test_a_body_that_cannot_be_sent_is_refused(
+    base_url: str, media_type: str | None, body: JsonValue, why: str
+) -> None:
+    template = RequestTemplate(method="POST", path="/b", body="body", media_type=media_type)
+    async with source(base_url, operation(template), max_body_size=100) as api:
+        with pytest.raises(at.InvalidInputError, match=re.escape(why)):
+            await api.call("op", {"body": body})
 
 
 async def test_a_file_body_is_sent_as_its_bytes(base_url: str) -> None:

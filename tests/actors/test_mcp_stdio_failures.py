@@ -88,6 +88,21 @@ async def test_a_command_that_does_not_exist_is_named_with_the_fix(tmp_path: Pat
 
 
 @pytest.mark.anyio
+async def test_a_command_that_is_not_executable_says_so(tmp_path: Path) -> None:
+    script = tmp_path / "server.py"
+    script.write_text("print('a server')\n")
+    script.chmod(0o644)  # no execute bit: even root may not run it
+    async with spawned(at.mcp.stdio(name="files", command=str(script))) as ref:
+        with pytest.raises(at.UnavailableError) as caught:
+            await ref.discover()
+    assert f"could not start the server command {str(script)!r}: Permission denied" in str(
+        caught.value
+    )
+    assert "(is it an executable file?)" in str(caught.value)
+    assert caught.value.model_message == MODEL
+
+
+@pytest.mark.anyio
 async def test_a_working_directory_that_does_not_exist_is_named(tmp_path: Path) -> None:
     source = at.mcp.stdio(name="files", command=sys.executable, cwd=tmp_path / "gone")
     async with spawned(source) as ref:

@@ -8,6 +8,7 @@ types, and pydantic-ai runs a real agent loop.
 
 from __future__ import annotations
 
+import base64
 import json
 
 import httpx2
@@ -31,6 +32,7 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
+import amends_toolkit as at
 from amends_toolkit import JsonObject, JsonValue
 from amends_toolkit.adapters import (
     run_anthropic_tool_uses,
@@ -260,3 +262,61 @@ async def test_pydantic_ai_gives_the_model_an_mcp_image_as_binary_content() -> N
     images = [item for item in given if isinstance(item, BinaryContent)]
     assert [(image.media_type, image.base64) for image in images] == [("image/png", PNG)]
     assert all(PNG not in str(item) for item in given if not isinstance(item, BinaryContent))
+
+
+PDF = base64.b64encode(b"%PDF-1.4\n1 0 obj <<>> endobj\n%%EOF\n").decode()
+
+
+class Reports:
+    """A source whose ``report`` answers as an MCP tool may: an empty text, then a PDF."""
+
+    name = "reports"
+
+    async def discover(self) -> list[at.ToolDefinition]:
+        return [at.ToolDefinition(name="report", description="", input_schema={"type": "object"})]
+
+    async def call(self, tool: str, input: JsonObject) -> JsonValue:
+        resource: JsonObject = {
+            "uri": "file:///reports/q3.pdf",
+            "mimeType": "application/pdf",
+            "blob": PDF,
+        }
+        return [{"type": "text", "text": ""}, {"type": "resource", "resource": resource}]
+
+
+async def test_a_pdf_is_a_document_or_a_file_in_each_api() -> None:
+    source = Reports()
+    kit = at.source_toolkit(source, await source.discover())
+    data_url = f"data:application/pdf;base64,{PDF}"
+
+    anthropic = await run_anthropic_tool_uses(kit, [tool_use("t1", "report")])
+    TypeAdapter(MessageParam).validate_python(anthropic)
+    content = anthropic["content"]
+    assert isinstance(content, list)
+    [result] = content
+    assert isinstance(result, dict)
+    # The empty text is left out: the Messages API refuses an empty text block.
+    assert result["content"] == [
+        {
+            "type": "document",
+            "source": {"type": "base64", "media_type": "application/pdf", "data": PDF},
+            "title": "q3.pdf",
+        }
+    ]
+
+    [output] = await run_openai_function_calls(kit, [function_call("c1", "report")])
+    TypeAdapter(FunctionCallOutput).validate_python(output)
+    parts = output["output"]
+    assert isinstance(parts, list)
+    assert parts[-1] == {"type": "input_file", "file_data": data_url, "filename": "q3.pdf"}
+    assert no_base64(parts[:-1], PDF)
+
+    call: JsonValue = {"id": "c1", "type": "function", "function": {"name": "report"}}
+    tool, user = await run_openai_tool_calls(kit, [call])  # type: ignore[list-item]
+    for message in (tool, user):
+        TypeAdapter(ChatCompletionMessageParam).validate_python(message)
+    assert user["content"] == [
+        {"type": "text", "text": "From tool call c1:"},
+        {"type": "file", "file": {"file_data": data_url, "filename": "q3.pdf"}},
+    ]
+    assert no_base64(tool, PDF)

@@ -123,6 +123,16 @@ def test_the_models_input_is_given_back_its_original_names() -> None:
     assert source_input(good, value) is value
 
 
+def test_a_tuples_items_are_given_back_their_names_by_position() -> None:
+    odd: JsonObject = {"type": "object", "properties": {"@id": {}}}
+    schema: JsonObject = {
+        "type": "object",
+        "properties": {"pair": {"type": "array", "prefixItems": [odd, {}], "items": {}}},
+    }
+    given: JsonValue = {"pair": [{"_id": 1}, {"_id": 2}, {"_id": 3}]}
+    assert source_input(schema, given) == {"pair": [{"@id": 1}, {"_id": 2}, {"_id": 3}]}
+
+
 class Recording:
     name = "api"
 

@@ -507,11 +507,7 @@ class McpHttpSource:
         reply = answer.message
         if 200 <= answer.status <= 299 and reply is not None:
             return reply
-        if (
-            400 <= answer.status <= 499
-            and answer.status not in (401, 403, 408, 429)
-            and isinstance(reply, ErrorResponse)
-        ):
+        if outcome(answer.status) == "failed" and isinstance(reply, ErrorResponse):
             return reply
         raise error_for_status(
             self._name,

@@ -256,6 +256,10 @@ def test_a_style_its_place_cannot_have_is_refused(
             {"body": "b", "media_type": "multipart/form-data", "encoding": {"f": "file"}},
             "at.http.Encoding",
         ),
+        (
+            {"body": "b", "media_type": "multipart/form-data", "encoding": {"": Encoding()}},
+            "non-empty field",
+        ),
     ],
 )
 def test_a_body_encoding_that_cannot_be_sent_is_refused_when_made(
@@ -268,3 +272,18 @@ def test_a_body_encoding_that_cannot_be_sent_is_refused_when_made(
 def test_an_encoding_content_type_must_be_a_media_type() -> None:
     with pytest.raises(ValueError, match="media type"):
         Encoding(content_type="image/png\r\nX: 1")
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        ({"style": "deepObject", "explode": False}, "only with explode=true"),
+        ({"style": "matrix"}, "not one of"),
+        ({"file": "yes"}, "file must be true or false"),
+    ],
+)
+def test_an_encoding_that_cannot_be_written_is_refused(
+    arguments: dict[str, object], message: str
+) -> None:
+    with pytest.raises(ValueError, match=message):
+        Encoding(**arguments)  # type: ignore[arg-type]

@@ -962,3 +962,29 @@ def test_a_body_of_another_media_type_is_a_file_and_json_keeps_its_type(
     body = body_of(operation)
     if media_type is not None and not media_type.endswith("json"):
         assert body == file_schema(named=False)
+
+
+@pytest.mark.parametrize(
+    ("content", "media_type"),
+    [
+        (
+            {
+                "multipart/form-data": {"schema": {"type": "object"}},
+                "application/x-www-form-urlencoded": {"schema": {"type": "object"}},
+            },
+            "application/x-www-form-urlencoded",
+        ),
+        (
+            {
+                "application/octet-stream": {},
+                "multipart/form-data": {"schema": {"type": "object"}},
+            },
+            "multipart/form-data",
+        ),
+    ],
+)
+def test_a_form_is_preferred_to_multipart_form_data_and_that_to_a_file(
+    content: JsonObject, media_type: str
+) -> None:
+    operation = only(read({"/a": {"post": {"requestBody": {"content": content}}}}))
+    assert operation.request.media_type == media_type

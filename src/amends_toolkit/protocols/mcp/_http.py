@@ -35,7 +35,7 @@ from amends_toolkit.protocols._body import (
     decoded_chunks,
     read_bounded,
 )
-from amends_toolkit.protocols.http import network_failure
+from amends_toolkit.protocols.http import network_failure, outcome
 from amends_toolkit.protocols.mcp._jsonrpc import (
     ErrorResponse,
     Message,
@@ -194,7 +194,7 @@ class HttpWire:
                 session_id = response.headers.get("mcp-session-id")
                 retry_after = response.headers.get("retry-after")
                 kind = _media_type(response.headers.get("content-type"))
-                if wanted is None or status in (401, 403, 408, 429) or status >= 500:
+                if wanted is None or outcome(status) in ("authentication", "unavailable"):
                     return Answer(status=status, message=None, retry_after=retry_after)
                 ok = 200 <= status <= 299
                 if kind == "text/event-stream" and ok:
