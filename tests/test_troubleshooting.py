@@ -52,6 +52,7 @@ def same(message: str) -> str:
     """A message without what differs from one run or machine to another."""
     message = re.sub(r"0x[0-9a-f]+", "0x?", message)
     message = re.sub(r"(http://127\.0\.0\.1):\d+", r"\1:?", message)
+    message = re.sub(r"(<ActorRef '\w+') (starting|running)>", r"\1 starting>", message)
     # A process's end reaches a waiting call by its request or by the crash that cut the call
     # short, whichever comes first; both say the same of the process.
     message = message.replace(

@@ -102,9 +102,6 @@ class ActorRef:
         )
         return cast("JsonValue", await self._ask(request))
 
-    def __repr__(self) -> str:
-        return f"<ActorRef {self._name!r}>"
-
     def statistics(self) -> ActorStatistics:
         """Queued and running requests, restarts so far, and the actor's state."""
         return self._statistics()
