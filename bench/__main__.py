@@ -20,7 +20,7 @@ from pathlib import Path
 import anyio
 import attrs
 
-from bench import costs, http_source, mcp_client, sessions
+from bench import costs, gateway, http_source, mcp_client, search, sessions
 from bench._harness import Figure, Measure
 
 HERE = Path(__file__).resolve().parent
@@ -36,7 +36,7 @@ PACKAGES = (
     "uvicorn",
     "starlette",
 )
-SUITES = ("mcp", "http", "sessions", "costs")
+SUITES = ("mcp", "http", "gateway", "sessions", "costs", "search")
 
 
 def machine() -> dict[str, object]:
@@ -173,12 +173,18 @@ def main() -> None:
         figures += anyio.run(
             lambda: http_source.run(scale=arguments.scale, rounds=arguments.rounds)
         )
+    if "gateway" in arguments.only:
+        print("the gateway", flush=True)
+        figures += anyio.run(lambda: gateway.run(scale=arguments.scale, rounds=arguments.rounds))
     if "sessions" in arguments.only:
         print("many sessions", flush=True)
         measures += sessions.run(scale=arguments.scale)
     if "costs" in arguments.only:
         print("costs", flush=True)
         measures += costs.run()
+    if "search" in arguments.only:
+        print("tool search", flush=True)
+        measures += search.run()
     info = machine()
     info["seconds"] = round(time.monotonic() - started)
     arguments.out.mkdir(parents=True, exist_ok=True)

@@ -1,4 +1,4 @@
-"""The MCP server of bench_mcp.py: the official SDK's server, stateless, answering JSON."""
+"""The official SDK's MCP server of the benchmarks (bench/mcp_client.py, bench/gateway.py): stateless, JSON answers."""
 
 from __future__ import annotations
 

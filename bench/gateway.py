@@ -1,0 +1,114 @@
+"""The gateway (``amends-toolkit serve``) against the official SDK's own server serving the same
+tool directly: ``tools/call`` in the stateless 2026-07-28 protocol from 1, 64 and 512 clients at
+once, each sending its next call when the last is answered, over one ``httpx2`` client.
+
+Both are processes of their own on loopback: the SDK's server (``_mcp_bench_server.py``, ``echo``)
+and the gateway with that server as its one source (``bench__echo``: the gateway's session per
+call, the input check, the actor and its own call to the server behind it). The ratio is the
+gateway's calls per second over the server's own, measured in the same rounds.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import httpx2
+
+from bench._harness import Call, Figure, compare, free_port, server_process
+from bench.mcp_client import META, MODERN_HEADERS
+
+SRC = str(Path(__file__).resolve().parents[1] / "src")
+CALLS = {1: 300, 64: 1_920, 512: 3_072}
+
+
+@contextlib.contextmanager
+def gateway_process(upstream: int) -> Iterator[int]:
+    """``amends-toolkit serve`` over the server at ``upstream``; yields the gateway's port."""
+    port = free_port()
+    with tempfile.TemporaryDirectory() as directory:
+        config = Path(directory) / "gateway.toml"
+        config.write_text(
+            f'[[sources]]\nname = "bench"\nmcp = "http://127.0.0.1:{upstream}/mcp"\n'
+            f'[policy]\nallow = ["bench__*"]\n[serve]\nport = {port}\n'
+        )
+        process = subprocess.Popen(
+            [sys.executable, "-m", "amends_toolkit", "serve", str(config)],
+            env={**os.environ, "PYTHONPATH": SRC},
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            deadline = time.monotonic() + 60
+            while True:
+                try:
+                    if httpx2.get(f"http://127.0.0.1:{port}/healthz").status_code == 200:
+                        break
+                except httpx2.TransportError:
+                    pass
+                if process.poll() is not None or time.monotonic() > deadline:
+                    raise SystemExit("the gateway did not start")
+                time.sleep(0.1)
+            yield port
+        finally:
+            process.terminate()
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+def caller(client: httpx2.AsyncClient, url: str, tool: str) -> Call:
+    body = json.dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/call",
+            "params": {"name": tool, "arguments": {"text": "hello"}, "_meta": META},
+        }
+    ).encode()
+    headers = {**MODERN_HEADERS, "Mcp-Name": tool, "Content-Type": "application/json"}
+
+    async def call() -> object:
+        response = await client.post(url, content=body, headers=headers)
+        if response.status_code != 200 or b'"isError":true' in response.content:
+            raise SystemExit(f"a call failed: {response.status_code} {response.text[:200]}")
+        return response
+
+    return call
+
+
+async def run(*, scale: float, rounds: int) -> Sequence[Figure]:
+    figures: list[Figure] = []
+    with server_process("_mcp_bench_server.py") as upstream, gateway_process(upstream) as port:
+        for concurrency, calls in CALLS.items():
+            limits = min(concurrency, 64)
+            async with httpx2.AsyncClient(
+                limits=httpx2.Limits(max_connections=limits, max_keepalive_connections=limits),
+                timeout=60,
+            ) as client:
+                group = f"gateway, {concurrency} client(s) at a time"
+                print(f"  {group}", flush=True)
+                direct = "the SDK's server directly"
+                figures += await compare(
+                    group,
+                    [
+                        (direct, caller(client, f"http://127.0.0.1:{upstream}/mcp", "echo"), ""),
+                        (
+                            "through the gateway",
+                            caller(client, f"http://127.0.0.1:{port}/mcp", "bench__echo"),
+                            direct,
+                        ),
+                    ],
+                    calls=int(calls * scale),
+                    concurrency=concurrency,
+                    rounds=rounds,
+                )
+    return figures
