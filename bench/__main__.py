@@ -158,7 +158,7 @@ def report(
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--scale", type=float, default=1.0, help="a share of the default counts")
+    parser.add_argument("--scale", type=float, default=0.4, help="a share of the default counts")
     parser.add_argument("--only", nargs="*", choices=SUITES, default=list(SUITES))
     parser.add_argument("--out", type=Path, default=HERE, help="the folder of the report")
     arguments = parser.parse_args()

@@ -26,7 +26,7 @@ from bench._harness import Call, Figure, compare, free_port, server_process
 from bench.mcp_client import META, MODERN_HEADERS
 
 SRC = str(Path(__file__).resolve().parents[1] / "src")
-CALLS = {1: 300, 64: 1_920, 512: 3_072}
+CALLS = {1: 150, 64: 960, 512: 1_536}
 
 
 @contextlib.contextmanager

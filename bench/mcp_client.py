@@ -109,6 +109,8 @@ async def run_group(
         bare2 = await stack.enter_async_context(bare_client(client2, url, mode))
         source = at.mcp.http(name="bench", url=url, client=client)
         source2 = at.mcp.http(name="bench", url=url, client=client2)
+        await stack.enter_async_context(source.lifespan())
+        await stack.enter_async_context(source2.lifespan())
         ref = await runtime.spawn(at.mcp.http(name="bench", url=url, client=client2))
         toolkit = at.assemble([at.Member(ref, await ref.discover())], lambda _, __: "allow")
         session = await stack.enter_async_context(at.Session(toolkit, approve=lambda _, __: False))

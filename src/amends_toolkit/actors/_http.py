@@ -42,7 +42,6 @@ a time, so ``max_answer_length`` bounds what is held too.
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from http import HTTPStatus
 from typing import TYPE_CHECKING, Protocol
@@ -65,7 +64,7 @@ from amends_toolkit._errors import (
 from amends_toolkit._json import MAX_DEPTH
 from amends_toolkit._log import get_logger
 from amends_toolkit._peer import MAX_MODEL_TEXT, Secrets, cut
-from amends_toolkit.actors._limits import check_limits
+from amends_toolkit.actors._limits import check_limits, check_seconds
 from amends_toolkit.protocols._body import (
     ACCEPT_ENCODING,
     RawResponse,
@@ -404,8 +403,7 @@ def make(
         raise ValueError(f"base_url must be an absolute http(s) URL, not {base_url!r}")
     if parts.query or parts.fragment:
         raise ValueError("base_url may not hold a query or a fragment")
-    if not (isinstance(timeout, (int, float)) and math.isfinite(timeout) and timeout > 0):
-        raise ValueError(f"timeout must be a positive number of seconds, not {timeout!r}")
+    check_seconds(timeout=timeout)
     check_client(client)
     check_limits(
         max_answer_length=max_answer_length, max_body_size=max_body_size, max_depth=max_depth

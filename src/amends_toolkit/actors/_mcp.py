@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import functools
 import itertools
-import math
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Final, Literal, TypeAlias, TypeVar
 from urllib.parse import urlsplit
@@ -35,7 +34,7 @@ from amends_toolkit._errors import (
 from amends_toolkit._json import MAX_DEPTH
 from amends_toolkit._log import get_logger
 from amends_toolkit._progress import listener
-from amends_toolkit.actors._limits import check_limits
+from amends_toolkit.actors._limits import check_limits, check_seconds
 from amends_toolkit.actors._mcp_errors import (
     WIRE_ERRORS,
     check_input,
@@ -673,22 +672,9 @@ def http(
             "such as 'https://example.com/mcp'"
         )
     check_client(client)
-    if (
-        isinstance(timeout, bool)
-        or not isinstance(timeout, int | float)
-        or not math.isfinite(timeout)
-        or timeout <= 0
-    ):
-        raise ValueError("timeout must be a positive number of seconds, such as timeout=60.0")
-    if (
-        isinstance(end_timeout, bool)
-        or not isinstance(end_timeout, int | float)
-        or not math.isfinite(end_timeout)
-        or end_timeout <= 0
-    ):
-        raise ValueError("end_timeout must be a positive number of seconds, such as 5.0")
     if on_list_changed is not None and not callable(on_list_changed):
         raise TypeError("on_list_changed must be a function of no arguments, or None")
+    check_seconds(timeout=timeout, end_timeout=end_timeout)
     check_limits(max_answer_bytes=max_answer_bytes, max_depth=max_depth)
     return McpHttpSource(
         name=name,
