@@ -12,9 +12,10 @@ import uvicorn
 from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
 from starlette.types import ASGIApp
-from test_mcp_http import sessions_only
 
 import amends_toolkit as at
+
+from .test_mcp_http import sessions_only
 
 pytestmark = pytest.mark.anyio
 

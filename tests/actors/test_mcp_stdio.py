@@ -21,6 +21,8 @@ import pytest
 import amends_toolkit as at
 from amends_toolkit.actors._mcp_stdio import McpStdioSource
 
+from .logs import listening
+
 SERVERS = Path(__file__).parent / "servers"
 
 
@@ -63,15 +65,8 @@ class Stderr(logging.Handler):
 @pytest.fixture
 def stderr() -> Iterator[Stderr]:
     handler = Stderr()
-    logger = logging.getLogger("amends_toolkit")
-    level = logger.level
-    logger.addHandler(handler)
-    logger.setLevel(logging.DEBUG)
-    try:
+    with listening(handler):
         yield handler
-    finally:
-        logger.removeHandler(handler)
-        logger.setLevel(level)
 
 
 @asynccontextmanager

@@ -20,6 +20,8 @@ import pytest
 import amends_toolkit as at
 from amends_toolkit.protocols.mcp._stdio import STDERR_TAIL
 
+from .logs import listening
+
 SCRIPTED = Path(__file__).parent / "servers" / "scripted_stdio_server.py"
 MODEL = "The tool source is unavailable right now; try again later."
 
@@ -46,15 +48,8 @@ class Warnings(logging.Handler):
 @pytest.fixture
 def warnings() -> Iterator[Warnings]:
     handler = Warnings()
-    logger = logging.getLogger("amends_toolkit")
-    level = logger.level
-    logger.addHandler(handler)
-    logger.setLevel(logging.DEBUG)
-    try:
+    with listening(handler):
         yield handler
-    finally:
-        logger.removeHandler(handler)
-        logger.setLevel(level)
 
 
 @asynccontextmanager
