@@ -151,31 +151,54 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def server_process(script: str, *arguments: str) -> Iterator[int]:
-    """Run ``bench/<script>`` in its own Python process on a free loopback port; yield the port."""
-    port = free_port()
-    process = subprocess.Popen(
-        [sys.executable, str(HERE / script), str(port), *arguments],
-        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
-    )
+def running(
+    command: Sequence[str],
+    *,
+    ready: Callable[[], bool],
+    what: str,
+    env: dict[str, str],
+    quiet: bool = False,
+    start_within: float = 60.0,
+) -> Iterator[None]:
+    """Run ``command`` until the block ends, once ``ready()`` says it serves; stop it after.
+    ``quiet`` drops what it writes to stderr (a gateway's log lines)."""
+    process = subprocess.Popen(list(command), env=env, stderr=subprocess.DEVNULL if quiet else None)
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                    break
-            except OSError:
-                if process.poll() is not None or time.monotonic() > deadline:
-                    raise SystemExit(f"the bench server {script} did not start") from None
-                time.sleep(0.05)
-        yield port
+        deadline = time.monotonic() + start_within
+        while not ready():
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise SystemExit(f"{what} did not start")
+            time.sleep(0.05)
+        yield
     finally:
         process.terminate()
         try:
-            process.wait(timeout=10)
+            process.wait(timeout=30)
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+
+
+def listens(port: int) -> bool:
+    """Whether something accepts connections on the loopback ``port``."""
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+            return True
+    except OSError:
+        return False
+
+
+@contextlib.contextmanager
+def server_process(script: str, *arguments: str) -> Iterator[int]:
+    """Run ``bench/<script>`` in its own Python process on a free loopback port; yield the port."""
+    port = free_port()
+    with running(
+        [sys.executable, str(HERE / script), str(port), *arguments],
+        ready=lambda: listens(port),
+        what=f"the bench server {script}",
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+    ):
+        yield port
 
 
 def best_of(function: Callable[[], object], times: int = 3) -> float:

@@ -13,16 +13,14 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import httpx2
 
-from bench._harness import Call, Figure, compare, free_port, server_process
+from bench._harness import Call, Figure, compare, free_port, running, server_process
 from bench.mcp_client import META, MODERN_HEADERS
 
 SRC = str(Path(__file__).resolve().parents[1] / "src")
@@ -39,30 +37,22 @@ def gateway_process(upstream: int) -> Iterator[int]:
             f'[[sources]]\nname = "bench"\nmcp = "http://127.0.0.1:{upstream}/mcp"\n'
             f'[policy]\nallow = ["bench__*"]\n[serve]\nport = {port}\n'
         )
-        process = subprocess.Popen(
+        with running(
             [sys.executable, "-m", "amends_toolkit", "serve", str(config)],
+            ready=lambda: serves(port),
+            what="the gateway",
             env={**os.environ, "PYTHONPATH": SRC},
-            stderr=subprocess.DEVNULL,
-        )
-        try:
-            deadline = time.monotonic() + 60
-            while True:
-                try:
-                    if httpx2.get(f"http://127.0.0.1:{port}/healthz").status_code == 200:
-                        break
-                except httpx2.TransportError:
-                    pass
-                if process.poll() is not None or time.monotonic() > deadline:
-                    raise SystemExit("the gateway did not start")
-                time.sleep(0.1)
+            quiet=True,
+        ):
             yield port
-        finally:
-            process.terminate()
-            try:
-                process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+
+
+def serves(port: int) -> bool:
+    """Whether the gateway on ``port`` says it is ready."""
+    try:
+        return httpx2.get(f"http://127.0.0.1:{port}/healthz").status_code == 200
+    except httpx2.TransportError:
+        return False
 
 
 def caller(client: httpx2.AsyncClient, url: str, tool: str) -> Call:

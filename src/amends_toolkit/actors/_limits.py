@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
-__all__ = ("check_limits", "check_seconds")
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+__all__ = ("check_limits", "check_mcp_options", "check_seconds")
 
 
 def check_limits(**limits: int) -> None:
@@ -35,3 +39,24 @@ def check_seconds(**options: float) -> None:
                 f"{option} must be a positive number of seconds, such as {option}=5.0, "
                 f"not {value!r}"
             )
+
+
+def check_mcp_options(
+    *,
+    timeout: float,
+    end_timeout: float,
+    max_answer_bytes: int,
+    max_depth: int,
+    on_list_changed: Callable[[], None] | None,
+) -> None:
+    """Refuse an option both MCP sources take (``at.mcp.http``, ``at.mcp.stdio``), naming it.
+
+    Raises:
+        ValueError: a time that is not a positive number of seconds, a limit that is not a
+            positive int.
+        TypeError: an ``on_list_changed`` that is not a function.
+    """
+    if on_list_changed is not None and not callable(on_list_changed):
+        raise TypeError("on_list_changed must be a function of no arguments, or None")
+    check_seconds(timeout=timeout, end_timeout=end_timeout)
+    check_limits(max_answer_bytes=max_answer_bytes, max_depth=max_depth)

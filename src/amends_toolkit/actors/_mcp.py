@@ -34,7 +34,7 @@ from amends_toolkit._errors import (
 from amends_toolkit._json import MAX_DEPTH
 from amends_toolkit._log import get_logger
 from amends_toolkit._progress import listener
-from amends_toolkit.actors._limits import check_limits, check_seconds
+from amends_toolkit.actors._limits import check_mcp_options
 from amends_toolkit.actors._mcp_errors import (
     WIRE_ERRORS,
     check_input,
@@ -672,10 +672,13 @@ def http(
             "such as 'https://example.com/mcp'"
         )
     check_client(client)
-    if on_list_changed is not None and not callable(on_list_changed):
-        raise TypeError("on_list_changed must be a function of no arguments, or None")
-    check_seconds(timeout=timeout, end_timeout=end_timeout)
-    check_limits(max_answer_bytes=max_answer_bytes, max_depth=max_depth)
+    check_mcp_options(
+        timeout=timeout,
+        end_timeout=end_timeout,
+        max_answer_bytes=max_answer_bytes,
+        max_depth=max_depth,
+        on_list_changed=on_list_changed,
+    )
     return McpHttpSource(
         name=name,
         url=url,

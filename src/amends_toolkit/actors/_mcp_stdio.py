@@ -32,7 +32,7 @@ from amends_toolkit._errors import (
 from amends_toolkit._json import MAX_DEPTH
 from amends_toolkit._log import get_logger
 from amends_toolkit._progress import listener
-from amends_toolkit.actors._limits import check_limits, check_seconds
+from amends_toolkit.actors._limits import check_mcp_options
 from amends_toolkit.actors._mcp_errors import WIRE_ERRORS, check_input, error_for_rpc, wire_error
 from amends_toolkit.actors._mcp_listen import LIST_CHANGED
 from amends_toolkit.actors._mcp_listing import list_tools
@@ -351,10 +351,13 @@ def stdio(
         raise TypeError("env must map variable names to string values, such as {'KEY': '...'}")
     if cwd is not None and not isinstance(cwd, str | os.PathLike):
         raise TypeError("cwd must be a path (a string or a pathlib.Path), or None")
-    if on_list_changed is not None and not callable(on_list_changed):
-        raise TypeError("on_list_changed must be a function of no arguments, or None")
-    check_seconds(timeout=timeout, end_timeout=end_timeout)
-    check_limits(max_answer_bytes=max_answer_bytes, max_depth=max_depth)
+    check_mcp_options(
+        timeout=timeout,
+        end_timeout=end_timeout,
+        max_answer_bytes=max_answer_bytes,
+        max_depth=max_depth,
+        on_list_changed=on_list_changed,
+    )
     return McpStdioSource(
         name=name,
         command=command,
