@@ -22,6 +22,7 @@ import attrs
 
 from bench import costs, gateway, http_source, mcp_client, search, sessions
 from bench._harness import Figure, Measure
+from bench.mcp_client import OURS, SDK, THROUGH_SESSION
 
 HERE = Path(__file__).resolve().parent
 PACKAGES = (
@@ -62,19 +63,31 @@ def targets(figures: Sequence[Figure], measures: Sequence[Measure]) -> list[tupl
     for figure in figures:
         by_group.setdefault(figure.group, {})[figure.subject] = figure
     for group, subjects in by_group.items():
-        ours = subjects.get("at.mcp.http, httpx2")
-        sdk = subjects.get("official SDK mcp.Client")
+        ours = subjects.get(OURS)
+        sdk = subjects.get(SDK)
         if ours is None or sdk is None:
             continue
+        for subject in (OURS, THROUGH_SESSION):
+            measured = subjects.get(subject)
+            if measured is not None:
+                rows.append(
+                    (
+                        f"{group}: {subject}: client CPU per call ≤ 1.1x the bare client's",
+                        f"{measured.cpu_ratio:.2f}x",
+                        measured.cpu_ratio <= 1.1,
+                    )
+                )
+        ratio = ours.calls_per_second / sdk.calls_per_second
+        # what the bare client does against the same server: where it is below 1.3x too, the
+        # server (on the same two cores), not the client, sets the pace
+        bare = subjects[ours.baseline].calls_per_second / sdk.calls_per_second
         rows.append(
             (
-                f"{group}: client CPU per call ≤ 1.1x the bare client's",
-                f"{ours.cpu_ratio:.2f}x",
-                ours.cpu_ratio <= 1.1,
+                f"{group}: {OURS}: calls/s ≥ 1.3x the SDK client's",
+                f"{ratio:.2f}x (the bare client: {bare:.2f}x)",
+                ratio >= 1.3,
             )
         )
-        ratio = ours.calls_per_second / sdk.calls_per_second
-        rows.append((f"{group}: calls/s ≥ 1.3x the SDK client's", f"{ratio:.2f}x", ratio >= 1.3))
     for measure in measures:
         if measure.subject.startswith("100,000 tools against 10,000"):
             rows.append(

@@ -40,6 +40,10 @@ META = {
     "io.modelcontextprotocol/clientCapabilities": {},
 }
 CONCURRENCY = (1, 64, 512)
+OURS = "at.mcp.http, httpx2"
+"""The subject the issue's targets are about, and the same calls through the whole library."""
+THROUGH_SESSION = "Session→Toolkit→actor→at.mcp.http, httpx2"
+SDK = "official SDK mcp.Client"
 
 
 def calls_for(concurrency: int, scale: float) -> int:
@@ -123,12 +127,12 @@ async def run_group(
                 "bare JSON-RPC, httpx",
             ),
             (
-                "at.mcp.http, httpx2",
+                OURS,
                 lambda: source2.call("echo", {"text": "hi"}),
                 "bare JSON-RPC, httpx2",
             ),
             (
-                "Session→Toolkit→actor→at.mcp.http, httpx2",
+                THROUGH_SESSION,
                 lambda: session.call("bench__echo", {"text": "hi"}),
                 "bare JSON-RPC, httpx2",
             ),
@@ -139,7 +143,7 @@ async def run_group(
             )
             subjects.append(
                 (
-                    "official SDK mcp.Client",
+                    SDK,
                     lambda: sdk.call_tool("echo", {"text": "hi"}),
                     "bare JSON-RPC, httpx",
                 )
