@@ -172,7 +172,7 @@ class Tool:
     description: str
     input_schema: JsonObject = attrs.field(hash=False)
     needs_approval: NeedsApproval = False
-    annotations: Annotations = Annotations()
+    annotations: Annotations = attrs.field(default=Annotations())
     keywords: tuple[str, ...] = ()
 
     def requires_approval(self, input: JsonObject) -> bool:
