@@ -209,7 +209,7 @@ def test_the_search_ranks_exactly_as_scoring_every_tool_would() -> None:
                 description=text,
                 input_schema={},
                 annotations=rng.choice(_HINTS),
-                keywords=rng.choices(_VOCABULARY, weights, k=rng.randint(0, 3)),
+                keywords=tuple(rng.choices(_VOCABULARY, weights, k=rng.randint(0, 3))),
             )
         )
     built = SearchIndex(found)
