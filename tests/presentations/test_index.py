@@ -16,6 +16,7 @@ from amends_toolkit.presentations._index import (
     parameter_text,
     query_terms,
     stem,
+    summary,
     tool_kind,
     words,
 )
@@ -322,6 +323,18 @@ def test_the_keywords_give_at_most_a_bounded_number_of_words() -> None:
     built = SearchIndex([long])
     assert built.rank("zebra", 5).positions == (0,)
     assert built.rank("yak", 5).positions == ()
+
+
+def test_a_description_s_first_paragraph_counts_more_when_it_has_several() -> None:
+    assert summary("Upload file\n\nUploads a small file. See also sessions.") == "Upload file"
+    assert summary(" One paragraph only. ") == ""
+    pairs = [
+        ("post_a", "Copy file\n\nCopies a file; to upload one, see sessions."),
+        ("post_b", "Upload file\n\nSends a small file's bytes; past 50MB see sessions."),
+    ]
+    assert names(pairs, "upload") == ["post_b", "post_a"]
+    found = [Tool(name=name, description=text, input_schema={}) for name, text in pairs]
+    assert SearchIndex(found, summary_weight=0).rank("upload", 5).positions == (0, 1)
 
 
 def test_annotations_say_the_kind_of_a_tool() -> None:

@@ -11,17 +11,19 @@ How a tool is read:
   words of ``camelCase`` and ``HTTPResponse``, so ``create_issue``, ``create-issue`` and
   ``createIssue`` read as the same two words. Words are lowercased and lightly stemmed
   (``playlists``, ``creating`` and ``created`` read as ``playlist`` and ``create``).
-- Four fields: the name; the description; the parameters: each top-level property of the
-  input schema by its name, title and description, the name of the schema it refers to
-  (``MessageCreateRequest``) and the names of that object's own properties; and the keywords
-  its source gave, never shown to the model (an OpenAPI operation's path and tags:
-  ``/channels/{channel_id}/messages``, ``Playlists``). The last two at most
-  :data:`MAX_PARAMETER_WORDS` words each.
+- Five fields: the name; the description; its first paragraph again when it has several (an
+  OpenAPI operation's summary before its description: what the tool does, where the rest says
+  how); the parameters: each top-level property of the input schema by its name, title and
+  description, the name of the schema it refers to (``MessageCreateRequest``) and the names of
+  that object's own properties; and the keywords its source gave, never shown to the model (an
+  OpenAPI operation's path and tags: ``/channels/{channel_id}/messages``, ``Playlists``). The
+  last two at most :data:`MAX_PARAMETER_WORDS` words each.
 - Score: BM25F, where a word of the name counts :data:`NAME_WEIGHT` times a word of the
-  description, a word of the parameters :data:`PARAMETER_WEIGHT` times and one of the keywords
-  :data:`KEYWORD_WEIGHT` times, each field's length normalized apart, so a rare word weighs more
-  than a common one and neither a long description nor a long schema wins by its length (a word
-  of the parameters or the keywords counts once, however many times they say it).
+  description, one of its first paragraph :data:`SUMMARY_WEIGHT` more, one of the parameters
+  :data:`PARAMETER_WEIGHT` times and one of the keywords :data:`KEYWORD_WEIGHT` times, each
+  field's length normalized apart, so a rare word weighs more than a common one and neither a
+  long description nor a long schema wins by its length (a word of the parameters or the
+  keywords counts once, however many times they say it).
 - Kind: what the tool's annotations say it does: it only reads (``read_only``), it deletes
   (``destructive``), or it makes something new (``idempotent`` false, as the OpenAPI reader says
   of ``POST``). The kind is one more field of the tool, a word of weight :data:`KIND_WEIGHT`
@@ -85,12 +87,14 @@ __all__ = (
     "PREFIX_FACTOR",
     "RELATED",
     "RELATED_FACTOR",
+    "SUMMARY_WEIGHT",
     "Hits",
     "SearchIndex",
     "ToolRanker",
     "parameter_text",
     "query_terms",
     "stem",
+    "summary",
     "tool_kind",
     "words",
 )
@@ -99,6 +103,8 @@ NAME_WEIGHT = 3.0
 """How much more a word of a tool's name counts than a word of its description."""
 PARAMETER_WEIGHT = 0.5
 """How much a word of a tool's parameters counts, against a word of its description."""
+SUMMARY_WEIGHT = 1.0
+"""How much more a word of a description's first paragraph counts, when it has several."""
 KEYWORD_WEIGHT = 1.0
 """How much a word of a tool's keywords counts, against a word of its description."""
 KIND_WEIGHT = 0.5
@@ -118,7 +124,7 @@ _B_TEXT = 0.75
 _MIN_PREFIX = 3
 _MIN_STEM = 4
 _CHARACTERS_PER_WORD = 16
-_FIELDS = 5
+_FIELDS = 6
 _BITS = 12
 # At most so many bytes of bit planes in the cache of query words' postings.
 _CACHE_BYTES = 16 * 2**20
@@ -288,6 +294,7 @@ class SearchIndex:
         *,
         name_weight: float = NAME_WEIGHT,
         parameter_weight: float = PARAMETER_WEIGHT,
+        summary_weight: float = SUMMARY_WEIGHT,
         keyword_weight: float = KEYWORD_WEIGHT,
         kind_weight: float = KIND_WEIGHT,
         prefix_factor: float = PREFIX_FACTOR,
@@ -304,6 +311,7 @@ class SearchIndex:
             (
                 (name_weight, _B_NAME, stems_of(tool.name), False),
                 (1.0, _B_TEXT, stems_of(tool.description), False),
+                (summary_weight, _B_TEXT, stems_of(summary(tool.description)), False),
                 (parameter_weight, _B_TEXT, stems_of(parameter_text(tool.input_schema)), True),
                 (keyword_weight, _B_TEXT, stems_of(_bounded(tool.keywords)), True),
                 (kind_weight, 0.0, [f"~{kind}" for kind in tool_kind(tool.annotations)], True),
@@ -535,6 +543,14 @@ class _Stems:
     def __call__(self, text: str) -> list[str]:
         known = self._known
         return [known[w] if w in known else known.setdefault(w, stem(w)) for w in words(text)]
+
+
+def summary(description: str) -> str:
+    """A description's first paragraph when it has several (an OpenAPI operation's summary
+    before its description), else nothing: the words that say what the tool does, where the
+    others say how."""
+    first, blank, _ = description.strip().partition("\n\n")
+    return first if blank else ""
 
 
 def tool_kind(annotations: Annotations) -> tuple[str, ...]:
