@@ -11,6 +11,9 @@ gives for the real documents of the corpus, all searched at once), on three quer
   made on the dev half only; the test half is the figure to quote.
 - ``in-repo``: ``search_eval/queries.json``, written from the operations' summaries.
 
+Rankers: plain BM25 (the issue's baseline), ours, and ours without one of its signals (the
+parameters, the other forms of a word, the summary field, the keywords, the kinds).
+
 Each is reported over all its queries (a query whose every answer the reader skips counts as a
 miss) and over the queries with an answer the reader keeps. Per ranker: recall@1 (the first
 tool is right), recall@5 (the share of a query's right tools among the first five, up to five)
