@@ -241,7 +241,7 @@ def main() -> None:
     shipped = SearchIndex(tools)
     rankers: dict[str, Rank] = {
         "plain BM25 (baseline)": PlainBM25(tools).rank,
-        "ours: names+descriptions": _bind(SearchIndex(tools, parameter_weight=0.0)),
+        "ours: no parameters": _bind(SearchIndex(tools, parameter_weight=0.0)),
         "ours: no other forms": _bind(SearchIndex(tools, prefix_factor=0.0, related_factor=0.0)),
         "ours: no summary field": _bind(SearchIndex(tools, summary_weight=0.0)),
         "ours: no keywords": _bind(SearchIndex(tools, keyword_weight=0.0)),
