@@ -124,7 +124,6 @@ _B_TEXT = 0.75
 _MIN_PREFIX = 3
 _MIN_STEM = 4
 _CHARACTERS_PER_WORD = 16
-_FIELDS = 6
 _BITS = 12
 # At most so many bytes of bit planes in the cache of query words' postings.
 _CACHE_BYTES = 16 * 2**20
@@ -320,7 +319,11 @@ class SearchIndex:
         ]
         self._size = len(fields)
         count = max(self._size, 1)
-        averages = [sum(len(d[i][2]) for d in fields) / count or 1.0 for i in range(_FIELDS)]
+        # each field's average length, over the tools (a column of ``fields``)
+        averages = [
+            sum(len(field[2]) for field in column) / count or 1.0
+            for column in zip(*fields, strict=True)
+        ]
         # term -> tool -> field-weighted term frequency, before idf and saturation (BM25F)
         weighted: dict[str, dict[int, float]] = {}
         for doc, doc_fields in enumerate(fields):
@@ -343,7 +346,7 @@ class SearchIndex:
         self._unit = best / (2**_BITS - 1)
         self._kinds = {
             kind: _Term(self._postings.pop(f"~{kind}"), self._size, self._unit, finds=False)
-            for kind in ("read", "delete", "create")
+            for kind in dict.fromkeys(INTENTS.values())
             if f"~{kind}" in self._postings
         }
         self._vocabulary = sorted(self._postings)
