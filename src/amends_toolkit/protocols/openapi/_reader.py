@@ -597,11 +597,8 @@ def _keywords(value: JsonObject, path: str) -> tuple[str, ...]:
     # What a search may find an operation by beyond its name and description: its path's
     # words and its tags (the document's groups, "Playlists"), never shown to the model.
     tags = value.get("tags")
-    return (
-        (path, *(tag for tag in tags if isinstance(tag, str)))
-        if isinstance(tags, list)
-        else (path,)
-    )
+    named = [tag for tag in tags if isinstance(tag, str)] if isinstance(tags, list) else []
+    return (path, *named)
 
 
 def _hints(method: str) -> Annotations:
