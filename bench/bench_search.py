@@ -11,6 +11,9 @@ gives for the real documents of the corpus, all searched at once), on three quer
   made on the dev half only; the test half is the figure to quote.
 - ``in-repo``: ``search_eval/queries.json``, written from the operations' summaries.
 
+Rankers: plain BM25 (the issue's baseline), ours, and ours without one of its signals (the
+parameters, the other forms of a word, the summary field, the keywords, the kinds).
+
 Each is reported over all its queries (a query whose every answer the reader skips counts as a
 miss) and over the queries with an answer the reader keeps. Per ranker: recall@1 (the first
 tool is right), recall@5 (the share of a query's right tools among the first five, up to five)
@@ -37,6 +40,8 @@ from collections.abc import Callable, Sequence
 from itertools import repeat
 from operator import add, neg
 from pathlib import Path
+
+import attrs
 
 from amends_toolkit.presentations._index import COMMON_WORDS, SearchIndex, query_terms, stem, words
 from amends_toolkit.protocols.openapi._reader import _fit
@@ -87,9 +92,14 @@ def plain_index(index: SearchIndex, query: str, limit: int) -> tuple[list[int], 
     """A plain inverted index over our postings: every posting of every query word summed (in
     C-level passes), then the best ``limit``. What ``index.rank`` must equal, without its trick."""
     scores: dict[int, float] = {}
-    for row in index.terms(query):
-        docs = list(row.scores)
-        totals = map(add, map(scores.get, docs, repeat(0.0)), row.scores.values())
+    rows = index.terms(query)
+    for row in rows:
+        if row.finds:
+            docs = list(row.scores)
+            totals = map(add, map(scores.get, docs, repeat(0.0)), row.scores.values())
+        else:  # a kind the query asks for: it scores only the tools its words found
+            docs = list(scores)
+            totals = map(add, scores.values(), map(row.scores.get, docs, repeat(0.0)))
         scores.update(zip(docs, totals, strict=True))
     best = heapq.nsmallest(limit, zip(map(neg, scores.values()), scores, strict=True))
     return [doc for _, doc in best], len(scores)
@@ -160,11 +170,7 @@ def scaled(tools: Sequence[Tool], size: int, seed: int = 7) -> list[Tool]:
                 i, j = rng.randrange(len(text)), rng.randrange(len(text))
                 text[i], text[j] = text[j], text[i]
             out.append(
-                Tool(
-                    name=f"{prefix}{copy}__{local}",
-                    description=" ".join(text),
-                    input_schema=tool.input_schema,
-                )
+                attrs.evolve(tool, name=f"{prefix}{copy}__{local}", description=" ".join(text))
             )
     return out
 
@@ -235,8 +241,11 @@ def main() -> None:
     shipped = SearchIndex(tools)
     rankers: dict[str, Rank] = {
         "plain BM25 (baseline)": PlainBM25(tools).rank,
-        "ours: names+descriptions": _bind(SearchIndex(tools, parameter_weight=0.0)),
+        "ours: no parameters": _bind(SearchIndex(tools, parameter_weight=0.0)),
         "ours: no other forms": _bind(SearchIndex(tools, prefix_factor=0.0, related_factor=0.0)),
+        "ours: no summary field": _bind(SearchIndex(tools, summary_weight=0.0)),
+        "ours: no keywords": _bind(SearchIndex(tools, keyword_weight=0.0)),
+        "ours: no kinds": _bind(SearchIndex(tools, kind_weight=0.0)),
         "ours (shipped)": _bind(shipped),
     }
     quality: dict[str, dict[str, dict[str, float]]] = {}

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import json
 
+import attrs
 import pytest
 
 import amends_toolkit as at
@@ -45,6 +46,14 @@ def test_definitions_and_decisions_read_back_as_they_were() -> None:
     assert at.catalog.load(at.Decision, at.catalog.dump("approve")) == "approve"
 
 
+def test_keywords_are_stored_when_there_are_some_and_read_back() -> None:
+    definition = attrs.evolve(DEFINITION, keywords=["/repos/{repo}/issues", "Issues"])
+    data = at.catalog.dump(definition)
+    assert isinstance(data, dict)
+    assert data["keywords"] == ["/repos/{repo}/issues", "Issues"]
+    assert at.catalog.load(at.ToolDefinition, json.loads(json.dumps(data))) == definition
+
+
 @pytest.mark.parametrize(
     ("change", "named"),
     [
@@ -53,6 +62,7 @@ def test_definitions_and_decisions_read_back_as_they_were() -> None:
         ({"annotations": {"readOnly": "yes"}}, "$.annotations.readOnly"),
         ({"annotations": {"read_only": True}}, "read_only"),
         ({"inputSchema": "not a schema"}, "$.inputSchema"),
+        ({"keywords": [3]}, "$.keywords"),
     ],
 )
 def test_reading_refuses_an_unknown_key_or_a_bad_value_and_names_it(

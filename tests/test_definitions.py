@@ -65,3 +65,14 @@ def test_an_mcp_tool_whose_schema_root_is_not_an_object_is_set_apart() -> None:
     [rejected] = page.rejected
     assert rejected.name == "scalar"
     assert rejected.reason.startswith("its inputSchema has the root type 'string'")
+
+
+def test_keywords_are_a_list_of_texts() -> None:
+    definition = at.ToolDefinition(
+        name="a", description="A.", input_schema={}, keywords=["/a/{id}", "Things"]
+    )
+    assert definition.keywords == ("/a/{id}", "Things")
+    with pytest.raises(TypeError, match="not one text"):
+        at.ToolDefinition(name="a", description="A.", input_schema={}, keywords="/a")
+    with pytest.raises(TypeError, match="must be strings"):
+        at.ToolDefinition(name="a", description="A.", input_schema={}, keywords=[3])  # type: ignore[list-item]

@@ -71,7 +71,8 @@ class Catalog:
 
 def read() -> Catalog:
     """The catalog through ``at.openapi.read_operations``: each tool named
-    ``<doc>__<reader's name>`` as an assembly would prefix it, with its input schema."""
+    ``<doc>__<reader's name>`` as an assembly would prefix it, with its input schema, its
+    annotations and its keywords (its path and tags), as an assembly gives them."""
     folder = corpus_dir()
     tools: list[Tool] = []
     skipped: dict[str, str] = {}
@@ -84,6 +85,8 @@ def read() -> Catalog:
                     name=f"{short}__{definition.name}",
                     description=definition.description,
                     input_schema=definition.input_schema,
+                    annotations=definition.annotations,
+                    keywords=definition.keywords,
                 )
             )
         for skip in result.skipped:

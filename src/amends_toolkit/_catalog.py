@@ -95,7 +95,7 @@ def register(
     _KEYS.update({name: spec.rename for name, spec in fields.items() if spec.rename})
     unstructure = make_dict_unstructure_fn(cls, _converter, **fields)
     defaults = {
-        fields[field.name].rename or field.name: _default(field)
+        fields[field.name].rename or field.name: _converter.unstructure(_default(field))
         for field in cls.__attrs_attrs__
         if field.name in omit_default
     }
@@ -124,6 +124,7 @@ def register(
 register(Annotations, omit_none=True)
 register(
     ToolDefinition,
+    omit_default=("keywords",),
     input_schema=override(rename="inputSchema", struct_hook=_json_object),
 )
 

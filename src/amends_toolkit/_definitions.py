@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Literal, TypeAlias
+from typing import TYPE_CHECKING, Literal, TypeAlias
 
 import attrs
 
 from amends_toolkit._json import JsonObject, JsonValue, kind
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
 
 __all__ = ("Annotations", "Decision", "JsonValue", "ToolDefinition", "schema_problem")
 
@@ -43,10 +46,18 @@ def schema_problem(schema: object) -> str | None:
     return None
 
 
+def _texts(value: Iterable[str]) -> tuple[str, ...]:
+    if isinstance(value, str):
+        raise TypeError(f"keywords are a list of texts, not one text: give [{value!r}]")
+    return tuple(value)
+
+
 @attrs.frozen(kw_only=True)
 class ToolDefinition:
     """A tool: its name, a description, its parameters as a JSON Schema with an object root
-    (``input_schema``), and the hints its source gave.
+    (``input_schema``), the hints its source gave, and ``keywords``: texts a tool search may
+    find it by that the model is never shown (the OpenAPI reader gives an operation's path and
+    tags; empty when the source says nothing more than the rest).
 
     A definition has no output schema: what a tool answers is JSON the model reads.
     """
@@ -55,6 +66,12 @@ class ToolDefinition:
     description: str
     input_schema: JsonObject = attrs.field(hash=False)
     annotations: Annotations = attrs.field(default=Annotations())
+    keywords: tuple[str, ...] = attrs.field(default=(), converter=_texts)
+
+    @keywords.validator
+    def _check_keywords(self, _attribute: object, value: tuple[object, ...]) -> None:
+        if not all(isinstance(text, str) for text in value):
+            raise TypeError(f"the keywords of {self.name!r} must be strings")
 
     @input_schema.validator
     def _check_schema(self, _attribute: object, value: object) -> None:

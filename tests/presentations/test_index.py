@@ -4,7 +4,7 @@ import random
 
 import pytest
 
-from amends_toolkit import JsonObject
+from amends_toolkit import Annotations, JsonObject
 from amends_toolkit.presentations._index import (
     MAX_PARAMETER_WORDS,
     SearchIndex,
@@ -16,6 +16,8 @@ from amends_toolkit.presentations._index import (
     parameter_text,
     query_terms,
     stem,
+    summary,
+    tool_kind,
     words,
 )
 from amends_toolkit.runtime import Tool
@@ -176,12 +178,20 @@ _VOCABULARY = [
 ]
 
 
+_HINTS = [
+    Annotations(),
+    Annotations(read_only=True),
+    Annotations(destructive=True),
+    Annotations(idempotent=False),
+]
+
+
 def _exhaustive(index: SearchIndex, query: str, limit: int) -> tuple[tuple[int, ...], int]:
-    """The same scores summed over every posting of every word: what a search must equal."""
-    scores: dict[int, float] = {}
-    for row in index.terms(query):
-        for doc, score in row.scores.items():
-            scores[doc] = scores.get(doc, 0.0) + score
+    """The same scores summed over every posting of every word, for the tools a word (not a
+    kind) finds: what a search must equal."""
+    rows = index.terms(query)
+    found = {doc for row in rows if row.finds for doc in row.scores}
+    scores = {doc: sum(row.scores.get(doc, 0.0) for row in rows) for doc in found}
     ranked = sorted(scores.items(), key=lambda item: (-item[1], item[0]))
     return tuple(doc for doc, _ in ranked[:limit]), len(scores)
 
@@ -190,13 +200,22 @@ def test_the_search_ranks_exactly_as_scoring_every_tool_would() -> None:
     rng = random.Random(1234)
     # Zipf-like: a few words in most tools, many in a few, as in real catalogs; and many ties
     weights = [1 / (rank + 1) for rank in range(len(_VOCABULARY))]
-    pairs = []
+    found = []
     for i in range(2000):
         name = "_".join(rng.choices(_VOCABULARY, weights, k=rng.randint(1, 4)))
         text = " ".join(rng.choices(_VOCABULARY, weights, k=rng.randint(0, 25)))
-        pairs.append((f"{name}_{i % 7}", text))
-    built = index(pairs)
+        found.append(
+            Tool(
+                name=f"{name}_{i % 7}",
+                description=text,
+                input_schema={},
+                annotations=rng.choice(_HINTS),
+                keywords=tuple(rng.choices(_VOCABULARY, weights, k=rng.randint(0, 3))),
+            )
+        )
+    built = SearchIndex(found)
     for _ in range(300):
+        # words of the vocabulary, some of them asking for a kind ("get", "delete", "send")
         query = " ".join(rng.choices(_VOCABULARY, k=rng.randint(1, 6)))
         limit = rng.choice((1, 5, 20))
         assert built.rank(query, limit) == _exhaustive(built, query, limit), query
@@ -280,6 +299,88 @@ def test_a_query_word_scores_for_a_word_of_the_catalog_it_begins() -> None:
     assert names(pairs, "musical") == []
 
 
+def test_keywords_find_a_tool_and_count_as_a_word_of_its_description() -> None:
+    found = [
+        Tool(name="ping", description="Checks the line.", input_schema={}),
+        Tool(
+            name="create_message",
+            description="POST it.",
+            input_schema={},
+            keywords=("/channels/{channel_id}/messages", "Channels"),
+        ),
+        Tool(name="list_channels", description="Lists them.", input_schema={}),
+        Tool(name="archive", description="Archives a channel.", input_schema={}),
+    ]
+    hits = SearchIndex(found).rank("channel", 5)
+    # a word of the name first; then the keywords' as the description's
+    assert hits.positions[0] == 2
+    assert sorted(hits.positions[1:]) == [1, 3]
+    assert SearchIndex(found, keyword_weight=0).rank("channel", 5).positions == (2, 3)
+
+
+def test_the_keywords_give_at_most_a_bounded_number_of_words() -> None:
+    long = Tool(name="a", description="A.", input_schema={}, keywords=("zebra " * 10_000, "yak"))
+    built = SearchIndex([long])
+    assert built.rank("zebra", 5).positions == (0,)
+    assert built.rank("yak", 5).positions == ()
+
+
+def test_a_description_s_first_paragraph_counts_more_when_it_has_several() -> None:
+    assert summary("Upload file\n\nUploads a small file. See also sessions.") == "Upload file"
+    assert summary(" One paragraph only. ") == ""
+    pairs = [
+        ("post_a", "Copy file\n\nCopies a file; to upload one, see sessions."),
+        ("post_b", "Upload file\n\nSends a small file's bytes; past 50MB see sessions."),
+    ]
+    assert names(pairs, "upload") == ["post_b", "post_a"]
+    found = [Tool(name=name, description=text, input_schema={}) for name, text in pairs]
+    assert SearchIndex(found, summary_weight=0).rank("upload", 5).positions == (0, 1)
+
+
+def test_annotations_say_the_kind_of_a_tool() -> None:
+    assert tool_kind(Annotations(read_only=True, destructive=True)) == ("read",)
+    assert tool_kind(Annotations(destructive=True)) == ("delete",)
+    assert tool_kind(Annotations(idempotent=False)) == ("create",)
+    assert tool_kind(Annotations(read_only=False, idempotent=True)) == ()
+    assert tool_kind(Annotations()) == ()
+
+
+MESSAGES = [
+    Tool(name="message_a", description="A message.", input_schema={}, annotations=hints)
+    for hints in (
+        Annotations(),
+        Annotations(read_only=True),
+        Annotations(destructive=True),
+        Annotations(idempotent=False),
+    )
+]
+
+
+@pytest.mark.parametrize(
+    ("query", "first"),
+    [
+        ("a message", 0),
+        ("who sent this message", 1),
+        ("show the message", 1),
+        ("erase a message", 2),
+        ("send a message", 3),
+        ("uploading messages", 3),
+    ],
+)
+def test_the_query_s_intent_words_favour_the_tools_of_that_kind(query: str, first: int) -> None:
+    hits = SearchIndex(MESSAGES).rank(query, 5)
+    assert hits.positions[0] == first
+    assert hits.matched == 4
+    assert SearchIndex(MESSAGES, kind_weight=0).rank(query, 5).positions[0] == 0
+
+
+def test_a_kind_alone_makes_no_tool_match() -> None:
+    built = SearchIndex([*MESSAGES, Tool(name="zebra", description="Z.", input_schema={})])
+    assert built.rank("show the zebra", 5) == (((4,), 1))
+    assert built.rank("show", 5).matched == 0
+    assert built.rank("show", 5).positions == ()
+
+
 def _planes(values: list[int]) -> list[int]:
     return [
         _mask([doc for doc, value in enumerate(values) if value >> bit & 1], len(values))
@@ -328,7 +429,7 @@ def test_the_tools_scored_exactly_hold_every_tool_that_can_be_among_the_best() -
         limit = rng.choice((1, 5))
         matching = 0
         for row in rows:
-            matching |= row.mask
+            matching |= row.mask if row.finds else 0
         scores = [sum(row.scores.get(doc, 0.0) for row in rows) for doc in range(len(pairs))]
         nth = sorted(scores, reverse=True)[limit - 1]
         best = {doc for doc, score in enumerate(scores) if score >= nth}

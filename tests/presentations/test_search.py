@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from typing import cast
 
+import attrs
 import pytest
 
 import amends_toolkit as at
@@ -389,3 +390,28 @@ async def test_the_built_in_ranker_reads_the_tools_parameters() -> None:
     ]
     toolkit = at.assemble([at.Member(source, definitions)], allow_all)
     assert found(await search(at.tool_search(toolkit), {"query": "recipient"})) == ["mail__send"]
+
+
+async def test_the_built_in_ranker_reads_keywords_and_annotations_the_model_is_not_shown() -> None:
+    source = Recording("chat")
+    definitions = [
+        attrs.evolve(define(name, "A message."), annotations=hints, keywords=keywords)
+        for name, hints, keywords in (
+            ("get_message", at.Annotations(read_only=True), ("/channels/{id}/messages/{m}",)),
+            ("create_message", at.Annotations(idempotent=False), ("/channels/{id}/messages",)),
+            ("delete_message", at.Annotations(destructive=True), ("/messages/{m}",)),
+        )
+    ]
+    toolkit = at.assemble([at.Member(source, definitions)], allow_all)
+    assert toolkit.tools["chat__create_message"].keywords == ("/channels/{id}/messages",)
+    presented = at.tool_search(toolkit)
+    answer = await search(presented, {"query": "send a message to a channel"})
+    assert found(answer) == ["chat__create_message", "chat__get_message", "chat__delete_message"]
+    assert (
+        found(await search(presented, {"query": "who wrote this message"}))[0]
+        == "chat__get_message"
+    )
+    # what the model reads of a tool: its name, description and schema, never its keywords
+    tools = cast("list[JsonObject]", answer["tools"])
+    assert set(tools[0]) == {"name", "description", "inputSchema"}
+    assert "channels" not in str(answer)

@@ -1,5 +1,5 @@
-"""The word index behind ``tool_search``: BM25F over the words of tools' names, descriptions and
-parameters.
+"""The word index behind ``tool_search``: BM25F over the words of tools' names, descriptions,
+parameters and keywords, and what their annotations say they do.
 
 A plain, deterministic match on words, with no model and no network. Built once per presented
 toolkit; a search reads only the postings of the query's words (an inverted index), never every
@@ -11,19 +11,32 @@ How a tool is read:
   words of ``camelCase`` and ``HTTPResponse``, so ``create_issue``, ``create-issue`` and
   ``createIssue`` read as the same two words. Words are lowercased and lightly stemmed
   (``playlists``, ``creating`` and ``created`` read as ``playlist`` and ``create``).
-- Three fields: the name, the description, and the parameters: each top-level property of the
-  input schema by its name, title and description, the name of the schema it refers to
-  (``MessageCreateRequest``) and the names of that object's own properties, at most
-  :data:`MAX_PARAMETER_WORDS` words.
+- Five fields: the name; the description; its first paragraph again when it has several (an
+  OpenAPI operation's summary before its description: what the tool does, where the rest says
+  how); the parameters: each top-level property of the input schema by its name, title and
+  description, the name of the schema it refers to (``MessageCreateRequest``) and the names of
+  that object's own properties; and the keywords its source gave, never shown to the model (an
+  OpenAPI operation's path and tags: ``/channels/{channel_id}/messages``, ``Playlists``). The
+  last two at most :data:`MAX_PARAMETER_WORDS` words each.
 - Score: BM25F, where a word of the name counts :data:`NAME_WEIGHT` times a word of the
-  description and a word of the parameters :data:`PARAMETER_WEIGHT` times, each field's length
-  normalized apart, so a rare word weighs more than a common one and neither a long description
-  nor a long schema wins by its length (a word of the parameters counts once, however many
-  fields say it).
+  description, one of its first paragraph :data:`SUMMARY_WEIGHT` more, one of the parameters
+  :data:`PARAMETER_WEIGHT` times and one of the keywords :data:`KEYWORD_WEIGHT` times, each
+  field's length normalized apart, so a rare word weighs more than a common one and neither a
+  long description nor a long schema wins by its length (a word of the parameters or the
+  keywords counts once, however many times they say it).
+- Kind: what the tool's annotations say it does: it only reads (``read_only``), it deletes
+  (``destructive``), or it makes something new (``idempotent`` false, as the OpenAPI reader says
+  of ``POST``). The kind is one more field of the tool, a word of weight :data:`KIND_WEIGHT`
+  that no query word is, which only the query's :data:`INTENTS` find.
 
 How a query is read:
 
 - Common English words (``the``, ``in``) are left out of a query that has other words.
+- A word of :data:`INTENTS` (``show``, ``who``; ``remove``; ``send``, ``upload``) also asks for
+  the tools of a kind, which then score as for one more word, a common one (a kind covers many
+  tools), so that among the tools the other words find, those that do what is asked come first:
+  ``send a message`` favours the tool that makes messages (a ``POST``) over the ones that read
+  them. A kind alone makes no tool match.
 - A query word also scores, at :data:`PREFIX_FACTOR` of its weight, for the words it begins
   when it is no word of the catalog itself (``repo`` for ``repository``, but ``star`` never for
   ``start``); for a word of the catalog it begins, of four letters or more (``healthy`` for
@@ -59,23 +72,30 @@ from typing import TYPE_CHECKING, NamedTuple, Protocol
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator, Mapping, Sequence
 
+    from amends_toolkit._definitions import Annotations
     from amends_toolkit._json import JsonObject, JsonValue
     from amends_toolkit.runtime import Tool
 
 __all__ = (
     "COMMON_WORDS",
+    "INTENTS",
+    "KEYWORD_WEIGHT",
+    "KIND_WEIGHT",
     "MAX_PARAMETER_WORDS",
     "NAME_WEIGHT",
     "PARAMETER_WEIGHT",
     "PREFIX_FACTOR",
     "RELATED",
     "RELATED_FACTOR",
+    "SUMMARY_WEIGHT",
     "Hits",
     "SearchIndex",
     "ToolRanker",
     "parameter_text",
     "query_terms",
     "stem",
+    "summary",
+    "tool_kind",
     "words",
 )
 
@@ -83,8 +103,16 @@ NAME_WEIGHT = 3.0
 """How much more a word of a tool's name counts than a word of its description."""
 PARAMETER_WEIGHT = 0.5
 """How much a word of a tool's parameters counts, against a word of its description."""
+SUMMARY_WEIGHT = 1.0
+"""How much more a word of a description's first paragraph counts, when it has several."""
+KEYWORD_WEIGHT = 1.0
+"""How much a word of a tool's keywords counts, against a word of its description."""
+KIND_WEIGHT = 0.5
+"""How much a tool's kind counts, against a word of its description, for a query that asks for
+it."""
 MAX_PARAMETER_WORDS = 300
-"""The most words a tool's parameters give the index (the first ones, in schema order)."""
+"""The most words a tool's parameters give the index (the first ones, in schema order), and its
+keywords."""
 PREFIX_FACTOR = 0.5
 """What a query word scores, relative to the word itself, for another form of it (a longer
 word it begins when it is no word of the catalog, a word of the catalog it begins)."""
@@ -117,6 +145,26 @@ RELATED: tuple[frozenset[str], ...] = tuple(
     )
 )
 """Verbs that name the same action on a tool: a deterministic table, not a model of meaning."""
+
+INTENTS: Mapping[str, str] = {
+    word: kind
+    for kind, group in (
+        (
+            "read",
+            "get retrieve fetch read show view see look lookup find search query list enumerate"
+            " browse check download export what who which where when",
+        ),
+        ("delete", "delete remove erase destroy drop"),
+        (
+            "create",
+            "create add new make insert send deliver post upload import register submit invite"
+            " publish write generate start begin launch run trigger",
+        ),
+    )
+    for word in group.split()
+}
+"""Query words that ask for a kind of tool (:func:`tool_kind`): one that reads, one that
+deletes, one that makes something new. A word is read by its stem (``sending`` as ``send``)."""
 
 COMMON_WORDS = frozenset(
     [
@@ -245,6 +293,9 @@ class SearchIndex:
         *,
         name_weight: float = NAME_WEIGHT,
         parameter_weight: float = PARAMETER_WEIGHT,
+        summary_weight: float = SUMMARY_WEIGHT,
+        keyword_weight: float = KEYWORD_WEIGHT,
+        kind_weight: float = KIND_WEIGHT,
         prefix_factor: float = PREFIX_FACTOR,
         related_factor: float = RELATED_FACTOR,
     ) -> None:
@@ -253,18 +304,26 @@ class SearchIndex:
         stems_of = _Stems()
         # (weight, length normalization, words, whether a word counts once however often it
         # appears): a schema says a word as often as it has fields that hold it, which says
-        # nothing more of what the tool does.
+        # nothing more of what the tool does. A kind is a word of its own field, ``~read``,
+        # that no query word can be (words are letters and digits).
         fields = [
             (
                 (name_weight, _B_NAME, stems_of(tool.name), False),
                 (1.0, _B_TEXT, stems_of(tool.description), False),
+                (summary_weight, _B_TEXT, stems_of(summary(tool.description)), False),
                 (parameter_weight, _B_TEXT, stems_of(parameter_text(tool.input_schema)), True),
+                (keyword_weight, _B_TEXT, stems_of(_bounded(tool.keywords)), True),
+                (kind_weight, 0.0, [f"~{kind}" for kind in tool_kind(tool.annotations)], True),
             )
             for tool in tools
         ]
         self._size = len(fields)
         count = max(self._size, 1)
-        averages = [sum(len(doc[i][2]) for doc in fields) / count or 1.0 for i in range(3)]
+        # each field's average length, over the tools (a column of ``fields``)
+        averages = [
+            sum(len(field[2]) for field in column) / count or 1.0
+            for column in zip(*fields, strict=True)
+        ]
         # term -> tool -> field-weighted term frequency, before idf and saturation (BM25F)
         weighted: dict[str, dict[int, float]] = {}
         for doc, doc_fields in enumerate(fields):
@@ -285,6 +344,11 @@ class SearchIndex:
         # more than the best score of the index.
         best = max((max(row.values()) for row in self._postings.values()), default=1.0)
         self._unit = best / (2**_BITS - 1)
+        self._kinds = {
+            kind: _Term(self._postings.pop(f"~{kind}"), self._size, self._unit, finds=False)
+            for kind in dict.fromkeys(INTENTS.values())
+            if f"~{kind}" in self._postings
+        }
         self._vocabulary = sorted(self._postings)
         self._related: dict[str, set[str]] = {}
         for group in RELATED:
@@ -292,6 +356,7 @@ class SearchIndex:
             for member in stems:
                 self._related.setdefault(member, set()).update(stems - {member})
         self._expanded: dict[tuple[str, bool], _Term] = {}
+        self._intents = {stem(word): kind for word, kind in INTENTS.items()}
 
     def __len__(self) -> int:
         return self._size
@@ -309,7 +374,8 @@ class SearchIndex:
             return Hits(positions=tuple(range(min(limit, self._size))), matched=self._size)
         matching = 0
         for row in rows:
-            matching |= row.mask
+            if row.finds:
+                matching |= row.mask
         matched = matching.bit_count()
         candidates = self._candidates(rows, limit, matching) if matched > limit else matching
         best = heapq.nsmallest(limit, _scored(rows, _positions(candidates)))
@@ -328,15 +394,23 @@ class SearchIndex:
         return _at_least(total, least, matching)
 
     def terms(self, query: str) -> list[_Term]:
-        """The postings of each word of ``query``, with the other forms it scores for."""
+        """The postings of each word of ``query``, with the other forms it scores for, then
+        those of the kinds it asks for (which make no tool match: ``finds`` is false)."""
         terms = query_terms(query)
+        if not terms:
+            return []
         # A word whose related verbs the query already holds is read as itself only, so that
         # "create a new playlist" does not count the one action twice.
         asked = set(terms)
-        return [
+        rows = [
             self._expand(term, related=asked.isdisjoint(self._related.get(term, ())))
             for term in terms
         ]
+        kinds = dict.fromkeys(
+            kind for word in words(query) if (kind := self._intents.get(stem(word))) is not None
+        )
+        rows.extend(self._kinds[kind] for kind in kinds if kind in self._kinds)
+        return rows
 
     def _expand(self, term: str, *, related: bool) -> _Term:
         cached = self._expanded.get((term, related))
@@ -382,10 +456,13 @@ class _Term:
     """A query word's postings: its score for each tool; the tools as the bits of one int; and
     its scores in whole units as bit planes, ``planes[j]`` holding bit ``j`` of every tool's."""
 
-    __slots__ = ("mask", "planes", "scores")
+    __slots__ = ("finds", "mask", "planes", "scores")
 
-    def __init__(self, scores: dict[int, float], size: int, unit: float) -> None:
+    def __init__(
+        self, scores: dict[int, float], size: int, unit: float, *, finds: bool = True
+    ) -> None:
         self.scores = scores
+        self.finds = finds
         self.mask = _mask(scores, size)
         units = {doc: int(score / unit) for doc, score in scores.items()}
         self.planes = [
@@ -471,6 +548,27 @@ class _Stems:
         return [known[w] if w in known else known.setdefault(w, stem(w)) for w in words(text)]
 
 
+def summary(description: str) -> str:
+    """A description's first paragraph when it has several (an OpenAPI operation's summary
+    before its description), else nothing: the words that say what the tool does, where the
+    others say how."""
+    first, blank, _ = description.strip().partition("\n\n")
+    return first if blank else ""
+
+
+def tool_kind(annotations: Annotations) -> tuple[str, ...]:
+    """What a tool's annotations say it does, as the kinds :data:`INTENTS` ask for: ``read``
+    (read-only), ``delete`` (destructive) or ``create`` (not idempotent); none when they do not
+    say."""
+    if annotations.read_only:
+        return ("read",)
+    if annotations.destructive:
+        return ("delete",)
+    if annotations.idempotent is False:
+        return ("create",)
+    return ()
+
+
 def parameter_text(schema: JsonObject) -> str:
     """The text a tool's parameters give the index: each top-level property's name, title and
     description, the name of the schema it refers to, and that object's own property names;
@@ -494,8 +592,13 @@ def parameter_text(schema: JsonObject) -> str:
                 parts.extend(inner)
         if len(parts) > MAX_PARAMETER_WORDS:
             break
+    return _bounded(parts)
+
+
+def _bounded(parts: Sequence[str]) -> str:
+    """At most :data:`MAX_PARAMETER_WORDS` words of ``parts``, the first ones."""
     # Bounded before it is cut in words: a schema's descriptions may be long.
-    text = " ".join(parts)[: _CHARACTERS_PER_WORD * MAX_PARAMETER_WORDS]
+    text = " ".join(parts[:MAX_PARAMETER_WORDS])[: _CHARACTERS_PER_WORD * MAX_PARAMETER_WORDS]
     return " ".join(words(text)[:MAX_PARAMETER_WORDS])
 
 

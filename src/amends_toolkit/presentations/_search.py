@@ -50,7 +50,9 @@ def tool_search(toolkit: Toolkit, *, limit: int = 5, ranker: ToolRanker | None =
 
     Neither tool is meant for a model API's strict schema mode (``limit`` is optional and
     ``input`` has the shape of the tool named). The built-in index is built here, once;
-    building reads only names, descriptions and input schemas and contacts nothing.
+    building reads only the tools' names, descriptions, input schemas, annotations and keywords
+    and contacts nothing. A found tool is shown by its name, description and input schema only:
+    its keywords and annotations help find it and are never shown.
 
     A host's ``ranker`` ranks the tools by their positions in ``list(toolkit.tools.values())``
     and is called in a worker thread (a model's encoder may take milliseconds), so it must be

@@ -48,6 +48,7 @@ from typing import TYPE_CHECKING, TypeAlias, cast
 import anyio
 import attrs
 
+from amends_toolkit._definitions import Annotations
 from amends_toolkit._errors import (
     Failure,
     NameClash,
@@ -162,12 +163,17 @@ class Tool:
         needs_approval: ``True`` when a person must approve each call (a Session asks;
             ``toolkit.call`` refuses it unless the host says it approved), or a function of the
             (checked) input that says so per call.
+        annotations: The hints its source gave (its definition's), which tool search reads.
+        keywords: Texts tool search may find it by, never shown to the model (its
+            definition's).
     """
 
     name: str
     description: str
     input_schema: JsonObject = attrs.field(hash=False)
     needs_approval: NeedsApproval = False
+    annotations: Annotations = attrs.field(default=Annotations())
+    keywords: tuple[str, ...] = ()
 
     def requires_approval(self, input: JsonObject) -> bool:
         """Whether a call with this (checked) input needs a person's approval."""
@@ -537,6 +543,8 @@ def source_entry(
             description=definition.description,
             input_schema=definition.input_schema,
             needs_approval=needs_approval,
+            annotations=definition.annotations,
+            keywords=definition.keywords,
         ),
         handler=_SourceCall(source, definition.name),
         route=(source.name, definition.name),

@@ -379,6 +379,14 @@ def test_hints_are_what_http_says_of_the_method_only(method: str, hints: at.Anno
     assert operation.definition.annotations == hints
 
 
+def test_the_keywords_are_the_path_and_the_tags() -> None:
+    tagged: JsonObject = {"tags": ["Pets", 3, "Store"], "summary": "List pets"}
+    path: JsonObject = {"in": "path", "name": "id", "required": True, "schema": {"type": "string"}}
+    operation = only(read({"/pets/{id}#x": {"get": {**tagged, "parameters": [path]}}}))
+    assert operation.definition.keywords == ("/pets/{id}", "Pets", "Store")
+    assert only(read({"/pets": {"get": {"tags": "Pets"}}})).definition.keywords == ("/pets",)
+
+
 @pytest.mark.parametrize(
     ("words", "description"),
     [

@@ -10,7 +10,9 @@ other becomes ``_``), or the method and the path (``get_pets_petId``) without on
 than 64 characters is cut and ends with a fingerprint of the whole. Its input has a property for
 each parameter, named as the parameter is in the characters model APIs accept for properties
 (``[A-Za-z0-9_.-]``, at most 64), with the place put before the name (``query_id``) when two
-would share one or one is ``body``, and a property ``body`` for the request body.
+would share one or one is ``body``, and a property ``body`` for the request body. Its
+annotations say what HTTP says of its method, and its ``keywords`` (which tool search reads and
+the model is never shown) are its path and its tags.
 
 Parameters keep their ``style`` and ``explode`` in the template; a list or an object of anything
 but scalars is skipped (``object_parameter``), as is a style OpenAPI leaves undefined
@@ -283,6 +285,7 @@ class _Reader:
                 description=_description(value, method, path),
                 input_schema=input_schema,
                 annotations=_hints(method),
+                keywords=_keywords(value, path),
             ),
             request=request,
         )
@@ -588,6 +591,14 @@ def _description(value: JsonObject, method: str, path: str) -> str:
     if len(parts) == 2 and parts[0] == parts[1]:
         parts = parts[:1]
     return "\n\n".join(parts) or f"{method} {path}"
+
+
+def _keywords(value: JsonObject, path: str) -> tuple[str, ...]:
+    # What a search may find an operation by beyond its name and description: its path's
+    # words and its tags (the document's groups, "Playlists"), never shown to the model.
+    tags = value.get("tags")
+    named = [tag for tag in tags if isinstance(tag, str)] if isinstance(tags, list) else []
+    return (path, *named)
 
 
 def _hints(method: str) -> Annotations:
