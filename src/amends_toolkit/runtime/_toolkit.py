@@ -452,26 +452,41 @@ async def run_tool(
         if not await _approves(approve, name, input):
             _log.info("call.denied", tool=name)
             return ToolResult.failed(DENIED)
-    with anyio.move_on_after(math.inf if timeout is None else timeout) as deadline:
-        if options.asks_a_person and approve is not None:
-            token = _ASKING.set(functools.partial(_asks_untimed, approve, deadline))
-            try:
-                result = await run_entry(entry, input)
-            finally:
-                _ASKING.reset(token)
-        else:
-            result = await run_entry(entry, input)
-    if deadline.cancelled_caught:
-        _log.info("call.timed_out", tool=name, source=entry.source_name, timeout=timeout)
-        error = UnavailableError(
-            source=entry.source_name, message=f"the call took longer than {timeout} seconds"
-        )
-        result = ToolResult.failed(error.to_failure(), error)
+    if timeout is None:
+        # No deadline, no cancel scope: a call's own cancellation needs none.
+        result = await _run(entry, input, options, None)
+    else:
+        with anyio.move_on_after(timeout) as deadline:
+            result = await _run(entry, input, options, deadline)
+        if deadline.cancelled_caught:
+            _log.info("call.timed_out", tool=name, source=entry.source_name, timeout=timeout)
+            error = UnavailableError(
+                source=entry.source_name, message=f"the call took longer than {timeout} seconds"
+            )
+            result = ToolResult.failed(error.to_failure(), error)
     if result.error is not None and options.on_error is not None:
         seen = options.on_error(name, result.error)
         if inspect.isawaitable(seen):
             await seen
     return result
+
+
+async def _run(
+    entry: ToolEntry, input: JsonObject, options: CallOptions, deadline: anyio.CancelScope | None
+) -> ToolResult:
+    approve = options.approve
+    if not options.asks_a_person or approve is None:
+        return await run_entry(entry, input)
+    ask: Ask = (
+        functools.partial(_approves, approve)
+        if deadline is None
+        else functools.partial(_asks_untimed, approve, deadline)
+    )
+    token = _ASKING.set(ask)
+    try:
+        return await run_entry(entry, input)
+    finally:
+        _ASKING.reset(token)
 
 
 async def _approves(approve: Approve, name: str, input: JsonObject) -> bool:
