@@ -13,14 +13,16 @@ carries it across its mailbox in the ``Call`` message (:mod:`amends_toolkit.runt
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
-from typing import TypeAlias
+from typing import TYPE_CHECKING, TypeAlias
 
 import attrs
 
 from amends_toolkit._log import get_logger
+
+if TYPE_CHECKING:
+    from contextlib import AbstractContextManager
 
 __all__ = ("OnProgress", "Progress", "listener", "listening", "report")
 
@@ -51,14 +53,24 @@ def listener() -> OnProgress | None:
     return _listener.get()
 
 
-@contextmanager
-def listening(on_progress: OnProgress | None) -> Iterator[None]:
+class _Listening:
+    """The block of :func:`listening`: a class, not a generator, as every call enters one."""
+
+    __slots__ = ("_on_progress", "_token")
+
+    def __init__(self, on_progress: OnProgress | None) -> None:
+        self._on_progress = on_progress
+
+    def __enter__(self) -> None:
+        self._token = _listener.set(self._on_progress)
+
+    def __exit__(self, *exc: object) -> None:
+        _listener.reset(self._token)
+
+
+def listening(on_progress: OnProgress | None) -> AbstractContextManager[None]:
     """Run the block's calls with ``on_progress`` told their progress (``None``: no one)."""
-    token = _listener.set(on_progress)
-    try:
-        yield
-    finally:
-        _listener.reset(token)
+    return _Listening(on_progress)
 
 
 async def report(on_progress: OnProgress, progress: Progress) -> None:

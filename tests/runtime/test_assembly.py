@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import gc
 import os
 import re
 import subprocess
@@ -250,6 +251,24 @@ def test_building_contacts_no_source_and_compiles_no_validator(
     toolkit = at.assemble([at.Member(Untouchable("s"), definitions)], allow_all)
     assert len(toolkit) == 2_000
     assert compiled == []
+
+
+def test_a_tool_costs_the_collector_two_objects_and_its_route() -> None:
+    # The cyclic collector walks every object assembly keeps: a Tool and its entry per tool,
+    # and the route (a tuple of strings, which the collector soon stops tracking); no handler
+    # object, no list or dict copied between.
+    definitions = [define(f"t{i}", CLOSED) for i in range(2_000)]
+    member = at.Member(Untouchable("s"), definitions)
+    gc.collect()
+    gc.disable()
+    try:
+        before = len(gc.get_objects())
+        toolkit = at.assemble([member], allow_all)
+        kept = len(gc.get_objects()) - before
+    finally:
+        gc.enable()
+    assert len(toolkit) == 2_000
+    assert kept <= 3 * 2_000 + 10
 
 
 def test_a_member_takes_any_sequence_of_definitions() -> None:

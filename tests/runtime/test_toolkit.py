@@ -294,6 +294,33 @@ async def test_a_renamed_entry_reaches_the_same_tool() -> None:
     assert source.calls == [("x", {"id": 3})]
 
 
+async def test_an_entry_of_a_source_calls_it_by_its_route() -> None:
+    source = Recording("a")
+    entry = ToolEntry(
+        tool=Tool(name="shown", description="", input_schema=CLOSED),
+        route=("a", "x"),
+        source=source,
+    )
+    toolkit = Toolkit.from_entries([entry])
+    assert await toolkit.call("shown", {"id": 1}) == {
+        "source": "a",
+        "tool": "x",
+        "input": {"id": 1},
+    }
+    # Its handler runs it the same way, for a host that wraps it.
+    answer = await entry.handler({"id": 2})
+    assert isinstance(answer, dict)
+    assert answer["tool"] == "x"
+    assert source.calls == [("x", {"id": 1}), ("x", {"id": 2})]
+
+
+async def test_an_entry_with_nothing_to_run_is_a_defect_the_model_reads_as_such() -> None:
+    entry = ToolEntry(tool=Tool(name="t", description="", input_schema={}))
+    result = await Toolkit.from_entries([entry]).invoke("t", {})
+    assert result.failure is not None
+    assert result.failure.code == "UnknownError"
+
+
 def test_needs_approval_may_be_a_function_of_the_input() -> None:
     tool = Tool(
         name="t",

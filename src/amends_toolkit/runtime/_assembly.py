@@ -13,8 +13,8 @@ import base64
 import hashlib
 import inspect
 import re
-from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, NoReturn
 
 import attrs
 
@@ -32,7 +32,7 @@ MIN_NAME_LENGTH = 16
 
 _FINGERPRINT_LENGTH = 10
 _OTHER = re.compile(r"[^A-Za-z0-9_-]")
-_DECISIONS = frozenset(("allow", "approve", "block"))
+_APPROVAL = {"allow": False, "approve": True}  # what each decision but "block" needs
 _ASYNC_DECIDE = (
     "decide must be a plain function (def, not async def) that gives 'allow', 'approve' or"
     " 'block': the policy is decided when the toolkit is built; look up what it needs first"
@@ -144,7 +144,13 @@ def assemble(
     _check_limit(max_name_length)
     if inspect.iscoroutinefunction(decide):
         raise TypeError(_ASYNC_DECIDE)
-    entries: list[ToolEntry] = []
+    # One pass and no list between: each entry goes straight into the toolkit's own dict.
+    return Toolkit.from_entries(_entries(members, decide, max_name_length))
+
+
+def _entries(
+    members: Iterable[Member], decide: Callable[[str, ToolDefinition], Decision], limit: int
+) -> Iterator[ToolEntry]:
     for member in members:
         if not isinstance(member, Member):
             raise TypeError(
@@ -155,23 +161,24 @@ def assemble(
         source_name = source.name
         for definition in member.definitions:
             decision = decide(source_name, definition)
-            if inspect.isawaitable(decision):
-                if inspect.iscoroutine(decision):
-                    decision.close()  # never awaited: say so here, not in a warning later
-                raise TypeError(_ASYNC_DECIDE)
-            if decision == "block":
-                continue
-            if decision not in _DECISIONS:
-                raise ValueError(
-                    f"decide gave {decision!r} for {source_name}/{definition.name}; "
-                    "it must give 'allow', 'approve' or 'block'"
-                )
-            entries.append(
-                source_entry(
-                    source,
-                    definition,
-                    name=_name(f"{source_name}__{definition.name}", max_name_length),
-                    needs_approval=decision == "approve",
-                )
+            needs_approval = _APPROVAL.get(decision) if isinstance(decision, str) else None
+            if needs_approval is None:
+                if decision == "block":
+                    continue
+                _refuse(decision, f"{source_name}/{definition.name}")
+            yield source_entry(
+                source,
+                definition,
+                name=_name(f"{source_name}__{definition.name}", limit),
+                needs_approval=needs_approval,
             )
-    return Toolkit.from_entries(entries)
+
+
+def _refuse(decision: object, tool: str) -> NoReturn:
+    if inspect.isawaitable(decision):
+        if inspect.iscoroutine(decision):
+            decision.close()  # never awaited: say so here, not in a warning later
+        raise TypeError(_ASYNC_DECIDE)
+    raise ValueError(
+        f"decide gave {decision!r} for {tool}; it must give 'allow', 'approve' or 'block'"
+    )

@@ -59,11 +59,11 @@ from amends_toolkit._errors import (
 )
 from amends_toolkit._json import JsonInput, JsonObject, JsonValue
 from amends_toolkit._log import get_logger
+from amends_toolkit.runtime._source import ToolSource
 from amends_toolkit.runtime._validation import InputValidator, validator_for
 
 if TYPE_CHECKING:
     from amends_toolkit._definitions import ToolDefinition
-    from amends_toolkit.runtime._source import ToolSource
 
 __all__ = (
     "DENIED",
@@ -191,6 +191,8 @@ class ToolEntry:
         handler: Runs the tool with an input already checked against ``tool.input_schema``.
         route: ``(source name, tool name)`` when the tool reaches a source's tool, else ``None``
             (a presentation's own tool).
+        source: The source a source's tool calls, by the tool name its ``route`` gives, instead
+            of a ``handler`` (so that an assembly holds no handler object per tool).
 
     An entry taken from one toolkit (:meth:`Toolkit.entry`) and put in another
     (:meth:`Toolkit.from_entries`) runs as it did, and shares its compiled validator (which
@@ -198,8 +200,9 @@ class ToolEntry:
     """
 
     tool: Tool
-    handler: ToolHandler = attrs.field(eq=False)
+    _handler: ToolHandler | None = attrs.field(default=None, eq=False, alias="handler")
     route: tuple[str, str] | None = None
+    _source: ToolSource | None = attrs.field(default=None, eq=False, repr=False, alias="source")
     # A cache, compiled at the first call and then read by every session: not part of the value.
     _validator: InputValidator | None = attrs.field(init=False, default=None, eq=False, repr=False)
 
@@ -209,10 +212,25 @@ class ToolEntry:
         return self.tool.name
 
     @property
+    def handler(self) -> ToolHandler:
+        """What runs the tool with a checked input (for a source's tool, its source's call)."""
+        if self._handler is not None:
+            return self._handler
+        return self.run
+
+    @property
     def source_name(self) -> str:
         """The name of the source it reaches, or its own for a presentation's tool (for logs
         and errors)."""
         return self.route[0] if self.route is not None else self.tool.name
+
+    def run(self, input: JsonObject) -> Awaitable[JsonValue]:
+        """Run the tool with an input already checked (the handler, or the source's call)."""
+        if self._handler is not None:
+            return self._handler(input)
+        if self._source is None or self.route is None:
+            raise TypeError(f"the entry of {self.tool.name!r} has no handler, nor a routed source")
+        return self._source.call(self.route[1], input)
 
     def check(self, input: JsonValue) -> str | None:
         """``None`` when the input may go to the handler, else what is wrong, for the model."""
@@ -225,7 +243,10 @@ class ToolEntry:
     def renamed(self, name: str) -> ToolEntry:
         """The same tool under another model-facing name, running as this one does."""
         return ToolEntry(
-            tool=attrs.evolve(self.tool, name=name), handler=self.handler, route=self.route
+            tool=attrs.evolve(self.tool, name=name),
+            handler=self._handler,
+            route=self.route,
+            source=self._source,
         )
 
 
@@ -279,13 +300,13 @@ class Toolkit:
 
     __slots__ = ("_entries", "_hints", "_tools")
 
-    def __init__(self, entries: Mapping[str, ToolEntry]) -> None:
-        """Use :meth:`from_entries`; this trusts that names are the entries' own and distinct."""
+    def __init__(self, entries: dict[str, ToolEntry]) -> None:
+        """Use :meth:`from_entries`; this trusts that names are the entries' own and distinct,
+        and takes ``entries`` as its own (nobody else may hold it)."""
         self._hints: dict[str, list[str]] | None = None
-        self._entries: Mapping[str, ToolEntry] = MappingProxyType(dict(entries))
-        self._tools: Mapping[str, Tool] = MappingProxyType(
-            {name: entry.tool for name, entry in self._entries.items()}
-        )
+        self._entries: Mapping[str, ToolEntry] = MappingProxyType(entries)
+        # Made when first read (a presentation, an adapter): a call needs only the entries.
+        self._tools: Mapping[str, Tool] | None = None
 
     @classmethod
     def from_entries(cls, entries: Iterable[ToolEntry]) -> Toolkit:
@@ -308,6 +329,8 @@ class Toolkit:
     @property
     def tools(self) -> Mapping[str, Tool]:
         """Each model-facing name's tool, in catalog order (read-only)."""
+        if self._tools is None:
+            self._tools = MappingProxyType({name: e.tool for name, e in self._entries.items()})
         return self._tools
 
     def entry(self, name: str) -> ToolEntry:
@@ -435,26 +458,41 @@ async def run_tool(
         if not await _approves(approve, name, input):
             _log.info("call.denied", tool=name)
             return ToolResult.failed(DENIED)
-    with anyio.move_on_after(math.inf if timeout is None else timeout) as deadline:
-        if options.asks_a_person and approve is not None:
-            token = _ASKING.set(functools.partial(_asks_untimed, approve, deadline))
-            try:
-                result = await run_entry(entry, input)
-            finally:
-                _ASKING.reset(token)
-        else:
-            result = await run_entry(entry, input)
-    if deadline.cancelled_caught:
-        _log.info("call.timed_out", tool=name, source=entry.source_name, timeout=timeout)
-        error = UnavailableError(
-            source=entry.source_name, message=f"the call took longer than {timeout} seconds"
-        )
-        result = ToolResult.failed(error.to_failure(), error)
+    if timeout is None:
+        # No deadline, no cancel scope: a call's own cancellation needs none.
+        result = await _run(entry, input, options, None)
+    else:
+        with anyio.move_on_after(timeout) as deadline:
+            result = await _run(entry, input, options, deadline)
+        if deadline.cancelled_caught:
+            _log.info("call.timed_out", tool=name, source=entry.source_name, timeout=timeout)
+            error = UnavailableError(
+                source=entry.source_name, message=f"the call took longer than {timeout} seconds"
+            )
+            result = ToolResult.failed(error.to_failure(), error)
     if result.error is not None and options.on_error is not None:
         seen = options.on_error(name, result.error)
         if inspect.isawaitable(seen):
             await seen
     return result
+
+
+async def _run(
+    entry: ToolEntry, input: JsonObject, options: CallOptions, deadline: anyio.CancelScope | None
+) -> ToolResult:
+    approve = options.approve
+    if not options.asks_a_person or approve is None:
+        return await run_entry(entry, input)
+    ask: Ask = (
+        functools.partial(_approves, approve)
+        if deadline is None
+        else functools.partial(_asks_untimed, approve, deadline)
+    )
+    token = _ASKING.set(ask)
+    try:
+        return await run_entry(entry, input)
+    finally:
+        _ASKING.reset(token)
 
 
 async def _approves(approve: Approve, name: str, input: JsonObject) -> bool:
@@ -495,7 +533,7 @@ def refused(problem: str) -> ToolResult:
 async def run_entry(entry: ToolEntry, input: JsonObject) -> ToolResult:
     """Run an entry's handler with a checked input; every failure becomes a result."""
     try:
-        value = await entry.handler(input)
+        value = await entry.run(input)
     except ToolSourceError as error:
         _log.info(
             "call.failed",
@@ -520,19 +558,6 @@ def _origin(entry: ToolEntry) -> tuple[str, str]:
     return entry.route if entry.route is not None else ("", entry.name)
 
 
-class _SourceCall:
-    """The handler of a source's tool: it calls the source by the name the source knows."""
-
-    __slots__ = ("_source", "_tool")
-
-    def __init__(self, source: ToolSource, tool: str) -> None:
-        self._source = source
-        self._tool = tool
-
-    def __call__(self, input: JsonObject) -> Awaitable[JsonValue]:
-        return self._source.call(self._tool, input)
-
-
 def source_entry(
     source: ToolSource, definition: ToolDefinition, *, name: str, needs_approval: bool = False
 ) -> ToolEntry:
@@ -546,8 +571,8 @@ def source_entry(
             annotations=definition.annotations,
             keywords=definition.keywords,
         ),
-        handler=_SourceCall(source, definition.name),
         route=(source.name, definition.name),
+        source=source,
     )
 
 
