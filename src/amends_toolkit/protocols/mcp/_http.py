@@ -26,7 +26,7 @@ import attrs
 import httpx
 
 from amends_toolkit._log import get_logger
-from amends_toolkit._peer import Secrets
+from amends_toolkit._peer import ClientSecrets, Secrets
 from amends_toolkit.protocols._body import (
     ACCEPT_ENCODING,
     AnswerTooLarge,
@@ -82,6 +82,11 @@ MAX_LISTEN_EVENT: Final = 65_536
 """The most bytes one event of a listening stream may take (a notification is small)."""
 DEFAULT_RETRY_DELAY: Final = 1.0
 """The wait before resuming when the stream gave no ``retry``."""
+_POST_HEADERS: Final = {
+    "Accept": ACCEPT,
+    "Accept-Encoding": ACCEPT_ENCODING,
+    "Content-Type": "application/json",
+}
 
 
 class HttpResponse(RawResponse, Protocol):
@@ -154,6 +159,10 @@ class HttpWire:
     timeout: float
     max_answer_bytes: int
     max_depth: int
+    secrets: ClientSecrets = attrs.field(
+        init=False, default=attrs.Factory(lambda wire: ClientSecrets(wire.client), takes_self=True)
+    )
+    """The client's credentials, redacted in every answer."""
 
     async def post(
         self,
@@ -179,13 +188,8 @@ class HttpWire:
         wanted: RequestId | None = (
             id_ if "method" in message and isinstance(id_, int | str) else None
         )
-        sent = {
-            "Accept": ACCEPT,
-            "Accept-Encoding": ACCEPT_ENCODING,
-            "Content-Type": "application/json",
-            **headers,
-        }
-        secrets = Secrets.of_client(self.client)
+        sent = {**_POST_HEADERS, **headers}
+        secrets = self.secrets.current()
         try:
             async with self.client.stream(
                 "POST", self.url, content=encode(message), headers=sent, timeout=self.timeout
