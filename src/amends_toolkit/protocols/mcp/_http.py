@@ -146,8 +146,18 @@ class Answer:
 
     status: int
     message: Response | ErrorResponse | None
-    session_id: str | None = None
-    retry_after: str | None = None
+    headers: Mapping[str, str] = attrs.field(factory=dict, repr=False)
+    """The response's headers, read only for what is asked of them."""
+
+    @property
+    def session_id(self) -> str | None:
+        """The session the server began (``Mcp-Session-Id``), if it names one."""
+        return self.headers.get("mcp-session-id")
+
+    @property
+    def retry_after(self) -> str | None:
+        """The server's ``Retry-After``, as it wrote it."""
+        return self.headers.get("retry-after")
 
 
 @attrs.frozen(kw_only=True)
@@ -194,12 +204,10 @@ class HttpWire:
             async with self.client.stream(
                 "POST", self.url, content=encode(message), headers=sent, timeout=self.timeout
             ) as response:
-                status = response.status_code
-                session_id = response.headers.get("mcp-session-id")
-                retry_after = response.headers.get("retry-after")
-                kind = _media_type(response.headers.get("content-type"))
+                status, received = response.status_code, response.headers
+                kind = _media_type(received.get("content-type"))
                 if wanted is None or outcome(status) in ("authentication", "unavailable"):
-                    return Answer(status=status, message=None, retry_after=retry_after)
+                    return Answer(status=status, message=None, headers=received)
                 ok = 200 <= status <= 299
                 if kind == "text/event-stream" and ok:
                     parser = SseParser(max_event_bytes=self.max_answer_bytes)
@@ -221,12 +229,7 @@ class HttpWire:
             found = await self._resume(parser, wanted, on_request, resume_headers)
         if found is None and ok:
             raise ProtocolError("the answer holds no response to the request")
-        return Answer(
-            status=status,
-            message=_redacted(found, secrets),
-            session_id=session_id,
-            retry_after=retry_after,
-        )
+        return Answer(status=status, message=_redacted(found, secrets), headers=received)
 
     async def listen(
         self,
