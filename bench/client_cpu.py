@@ -57,6 +57,8 @@ async def measure(mode: str, *, rounds: int, calls: int, profile: bool) -> None:
                     print(f"{label}: {path}")
                 return
             cpu: dict[str, list[float]] = {"bare": [], "at.mcp.http": []}
+            gc.collect()
+            gc.freeze()  # as bench._harness.compare does
             for _ in range(rounds):
                 spent = {"bare": 0.0, "at.mcp.http": 0.0}
                 gc.collect()
