@@ -2,7 +2,7 @@
 bare JSON-RPC client, both over one ``httpx2`` client, against the raw echo server (in its own
 process), stateless and in a session. Not part of ``python -m bench``; for profiling.
 
-    python -m bench.client_cpu [--rounds 7] [--calls 400] [--profile stateless|session]
+    python -m bench.client_cpu [--rounds 7] [--calls 400] [--mode stateless session] [--profile]
 
 In each round the two subjects take turns, ``BLOCK`` calls at a time, each block's CPU time
 (``time.process_time``) added to its subject's; the figures are the medians of the rounds' CPU
@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import cProfile
+import functools
 import gc
 import statistics
 import time
@@ -39,8 +40,8 @@ async def measure(mode: str, *, rounds: int, calls: int, profile: bool) -> None:
             source = at.mcp.http(name="bench", url=url, client=client)
             await stack.enter_async_context(source.lifespan())
 
-            def ours() -> Call:
-                return source.call("echo", {"text": "hi"})  # type: ignore[return-value]
+            async def ours() -> object:
+                return await source.call("echo", {"text": "hi"})
 
             subjects: list[tuple[str, Call]] = [("bare", bare), ("at.mcp.http", ours)]
             for _, call in subjects:
@@ -89,8 +90,12 @@ def main() -> None:
     arguments = parser.parse_args()
     for mode in arguments.mode:
         anyio.run(
-            lambda mode=mode: measure(
-                mode, rounds=arguments.rounds, calls=arguments.calls, profile=arguments.profile
+            functools.partial(
+                measure,
+                mode,
+                rounds=arguments.rounds,
+                calls=arguments.calls,
+                profile=arguments.profile,
             )
         )
 

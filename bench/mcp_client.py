@@ -43,8 +43,8 @@ CONCURRENCY = (1, 64, 512)
 
 
 def calls_for(concurrency: int, scale: float) -> int:
-    # One caller's calls are cheap and their ratios noisy (a tenth of a millisecond apart):
-    # twice as many as before, so that each of a round's ten slices holds a few dozen.
+    # At one caller subjects differ by a tenth of a millisecond a call: enough calls that each
+    # of a round's ten slices holds a few dozen.
     return int({1: 600, 64: 1_920, 512: 3_072}[concurrency] * scale)
 
 
