@@ -170,7 +170,10 @@ class HttpWire:
     max_answer_bytes: int
     max_depth: int
     secrets: ClientSecrets = attrs.field(
-        init=False, default=attrs.Factory(lambda wire: ClientSecrets(wire.client), takes_self=True)
+        init=False,
+        eq=False,
+        repr=False,
+        default=attrs.Factory(lambda wire: ClientSecrets(wire.client), takes_self=True),
     )
     """The client's credentials, redacted in every answer."""
 
