@@ -4,9 +4,10 @@ servers it runs in other processes, and the figures it reports.
 A *sample* is one subject driven for a bounded number of calls at a fixed concurrency: calls per
 second, the 50th and 99th percentile of one call's time, and the process's CPU time per call
 (servers run in other processes, so this is the client's own cost). A *figure* is the median of
-several rounds of samples, each round measuring the subject and its baseline back to back, and its
-ratio to that baseline is the median of the rounds' ratios: on a noisy 2-core machine, only
-ratios measured side by side mean anything.
+several rounds of samples, each round measuring the subjects in turns (a slice of the round's calls
+each, so that a subject and its baseline run interleaved), and its ratio to that baseline is the
+median of the rounds' ratios: on a noisy 2-core machine, only ratios measured side by side mean
+anything.
 """
 
 from __future__ import annotations
@@ -77,6 +78,17 @@ def percentile(values: Sequence[float], share: float) -> float:
 
 async def sample(call: Call, calls: int, concurrency: int) -> Sample:
     """Drive ``call`` ``calls`` times, ``concurrency`` callers at a time, and measure it."""
+    return _summary([await _drive(call, calls, concurrency)])
+
+
+@attrs.frozen(kw_only=True)
+class _Run:
+    times: list[float]
+    wall: float
+    cpu: float
+
+
+async def _drive(call: Call, calls: int, concurrency: int) -> _Run:
     each = max(1, calls // concurrency)
     times: list[float] = []
     clock = time.perf_counter
@@ -95,13 +107,21 @@ async def sample(call: Call, calls: int, concurrency: int) -> Sample:
         async with anyio.create_task_group() as group:
             for _ in range(concurrency):
                 group.start_soon(caller)
-    wall, cpu = clock() - wall, time.process_time() - cpu
+    return _Run(times=times, wall=clock() - wall, cpu=time.process_time() - cpu)
+
+
+def _summary(runs: Sequence[_Run]) -> Sample:
+    times = [t for run in runs for t in run.times]
     return Sample(
-        calls_per_second=len(times) / wall,
+        calls_per_second=len(times) / sum(run.wall for run in runs),
         p50_ms=percentile(times, 0.5) * 1000,
         p99_ms=percentile(times, 0.99) * 1000,
-        cpu_us_per_call=cpu / len(times) * 1e6,
+        cpu_us_per_call=sum(run.cpu for run in runs) / len(times) * 1e6,
     )
+
+
+SLICES = 10
+"""Into how many turns a round is cut when it is long enough (each at least ten calls a caller)."""
 
 
 async def compare(
@@ -113,13 +133,32 @@ async def compare(
     rounds: int,
 ) -> list[Figure]:
     """Measure each subject in turn, round after round, each ratio against the subject named
-    third (a baseline, itself measured in the same rounds); ``""`` marks a baseline."""
+    third (a baseline, itself measured in the same rounds); ``""`` marks a baseline.
+
+    Within a round the subjects take turns in slices (at one caller, ten of them; at many
+    callers, a slice is the round), their order reversed every other slice, so that a subject
+    and its baseline see the same machine: a shared machine's load drifts within seconds. The
+    objects alive before the rounds are frozen out of garbage collection while they run, so
+    a subject pays for collecting what it makes, not for walking the whole process's heap.
+    """
     samples: dict[str, list[Sample]] = {label: [] for label, _, _ in subjects}
     for _, call, _ in subjects:  # warm every subject up once: connections, caches, validators
         await sample(call, max(concurrency, calls // 10), concurrency)
-    for _ in range(rounds):
-        for label, call, _ in subjects:
-            samples[label].append(await sample(call, calls, concurrency))
+    slices = max(1, min(SLICES, calls // (concurrency * 10)))
+    # What is alive now (modules, clients, servers' state) is no one's garbage: frozen, it is
+    # not walked by each slice's collection nor by one that falls within a subject's calls.
+    gc.collect()
+    gc.freeze()
+    try:
+        for _ in range(rounds):
+            runs: dict[str, list[_Run]] = {label: [] for label, _, _ in subjects}
+            for index in range(slices):
+                for label, call, _ in subjects if index % 2 == 0 else subjects[::-1]:
+                    runs[label].append(await _drive(call, calls // slices, concurrency))
+            for label, measured in runs.items():
+                samples[label].append(_summary(measured))
+    finally:
+        gc.unfreeze()
     figures = []
     for label, _, baseline in subjects:
         baseline = baseline or label

@@ -7,8 +7,10 @@ import pytest
 from amends_toolkit._json import JsonRefused, JsonTooDeep, input_refusal, loads, refusal
 
 
-@pytest.mark.parametrize("text", ["NaN", "[1, Infinity]", '{"a": -Infinity}', "{", ""])
-def test_what_is_no_json_is_refused(text: str) -> None:
+@pytest.mark.parametrize(
+    "text", ["NaN", "[1, Infinity]", '{"a": -Infinity}', "{", "", "[1e999]", b'{"a": -1e400}']
+)
+def test_what_is_no_json_is_refused(text: str | bytes) -> None:
     with pytest.raises(JsonRefused):
         loads(text)
 
@@ -18,6 +20,11 @@ def test_json_nested_past_the_limit_is_too_deep(depth: int) -> None:
     with pytest.raises(JsonTooDeep):
         loads("[" * depth + "]" * depth, max_depth=4)
     assert loads("[[[[]]]]", max_depth=4) == [[[[]]]]
+
+
+def test_brackets_in_strings_are_no_depth() -> None:
+    assert loads('["[[[[{{{{", {"a": "]]]]"}]', max_depth=2) == ["[[[[{{{{", {"a": "]]]]"}]
+    assert loads(b'\xef\xbb\xbf{"a": [1.5]}', max_depth=2) == {"a": [1.5]}
 
 
 def test_a_values_depth_counts_containers() -> None:

@@ -7,7 +7,14 @@ import httpx2
 import pytest
 
 from amends_toolkit._json import JsonValue
-from amends_toolkit._peer import MAX_MODEL_TEXT, NO_SECRETS, Secrets, cut, cut_middle
+from amends_toolkit._peer import (
+    MAX_MODEL_TEXT,
+    NO_SECRETS,
+    ClientSecrets,
+    Secrets,
+    cut,
+    cut_middle,
+)
 
 
 @pytest.mark.parametrize("module", [httpx, httpx2])
@@ -35,6 +42,21 @@ def test_a_client_with_nothing_of_its_own_has_no_secrets() -> None:
         assert not Secrets.of_client(client)
     assert NO_SECRETS.redact("anything") == "anything"
     assert NO_SECRETS.longest == 0
+
+
+@pytest.mark.parametrize("module", [httpx, httpx2])
+def test_a_clients_secrets_follow_its_headers_and_query(module: object) -> None:
+    client = module.Client(headers={"Authorization": "Bearer first-123456"})  # type: ignore[attr-defined]
+    secrets = ClientSecrets(client)
+    assert secrets.current().redact("first-123456") == "[redacted]"
+    assert secrets.current() is secrets.current()  # read once while nothing changes
+    client.headers["Authorization"] = "Bearer second-654321"
+    assert secrets.current().redact("first-123456 second-654321") == "first-123456 [redacted]"
+    client.headers = {"X-Key": "third-key-000"}
+    assert secrets.current().redact("second-654321 third-key-000") == "second-654321 [redacted]"
+    client.params = {"token": "query-777777"}
+    assert secrets.current().redact("query-777777") == "[redacted]"
+    client.close()
 
 
 def test_the_cut_keeps_the_limit() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping, Sequence
-from typing import TypeAlias
+from typing import Final, TypeAlias
 
 JsonValue: TypeAlias = bool | int | float | str | list["JsonValue"] | dict[str, "JsonValue"] | None
 """Any JSON value as Python reads it with :func:`json.loads`."""
@@ -54,23 +54,26 @@ class JsonTooDeep(JsonRefused):
 def loads(text: str | bytes, *, max_depth: int = MAX_DEPTH) -> JsonValue:
     """JSON text as a value, with no NaN or Infinity and at most ``max_depth`` levels of nesting.
 
-    Linear in the text: C's parser, then one walk over the containers it made.
+    Linear in the text: C's parser (which refuses ``NaN``, ``Infinity`` and a number too large
+    for a float), then, only for a text with more than ``max_depth`` brackets (a text nests no
+    deeper than it has ``[`` and ``{``), one walk over the containers it made.
 
     Raises:
         JsonRefused: the text is not JSON (``NaN`` and ``Infinity`` are not), or nests deeper.
     """
     try:
-        value: JsonValue = _DECODER.decode(
-            text.decode("utf-8-sig") if isinstance(text, bytes) else text
-        )
+        if isinstance(text, bytes):
+            text = (text[3:] if text.startswith(_BOM) else text).decode()
+        value: JsonValue = _DECODER.decode(text)
     except RecursionError:
         raise JsonTooDeep(f"the JSON nests more than {max_depth} levels") from None
     except ValueError as error:  # JSONDecodeError and UnicodeDecodeError
         raise JsonRefused(f"the text is not JSON ({error})") from None
-    problem = refusal(value, max_depth=max_depth)
-    if problem is not None:
-        # A parsed value holds no NaN (parse_constant refused it): the problem is its depth.
-        raise JsonTooDeep(f"the JSON {problem}")
+    if text.count("[") + text.count("{") > max_depth:
+        problem = refusal(value, max_depth=max_depth)
+        if problem is not None:
+            # A parsed value holds no NaN (the parser refused it): the problem is its depth.
+            raise JsonTooDeep(f"the JSON {problem}")
     return value
 
 
@@ -115,5 +118,14 @@ def _constant(name: str) -> JsonValue:
     raise ValueError(f"{name} is not JSON")
 
 
+def _float(text: str) -> float:
+    number = float(text)
+    if not math.isfinite(number):
+        raise ValueError("a number too large for a float")
+    return number
+
+
+_BOM: Final = b"\xef\xbb\xbf"
+
 # One decoder for every text: json.loads with an option builds a new one each call.
-_DECODER = json.JSONDecoder(parse_constant=_constant)
+_DECODER = json.JSONDecoder(parse_constant=_constant, parse_float=_float)

@@ -16,7 +16,15 @@ from typing import TYPE_CHECKING, Final
 if TYPE_CHECKING:
     from amends_toolkit._json import JsonValue
 
-__all__ = ("MAX_MODEL_TEXT", "NO_SECRETS", "REDACTED", "Secrets", "cut", "cut_middle")
+__all__ = (
+    "MAX_MODEL_TEXT",
+    "NO_SECRETS",
+    "REDACTED",
+    "ClientSecrets",
+    "Secrets",
+    "cut",
+    "cut_middle",
+)
 
 MAX_MODEL_TEXT: Final = 500
 """The most characters of text from outside that a model reads in one failure."""
@@ -119,3 +127,32 @@ class Secrets:
 
 NO_SECRETS: Final = Secrets(())
 """A client with nothing of its own to hide (or a source with no client, such as stdio)."""
+
+
+class ClientSecrets:
+    """The :class:`Secrets` of one client as they are now, read again only when its headers or
+    query parameters changed since the last time (a host may give its client a new token at
+    any time); one per source, asked on each request.
+
+    An httpx (or httpx2) client's headers are compared by their raw bytes and its query
+    parameters (immutable) by identity; any other client is read each time.
+    """
+
+    __slots__ = ("_client", "_params", "_raw", "_secrets")
+
+    def __init__(self, client: object) -> None:
+        self._client = client
+        self._raw: object = None
+        self._params: object = None
+        self._secrets = NO_SECRETS
+
+    def current(self) -> Secrets:
+        """The client's secrets now."""
+        raw = getattr(getattr(self._client, "headers", None), "raw", None)
+        params = getattr(self._client, "params", None)
+        if not isinstance(raw, list):
+            return Secrets.of_client(self._client)
+        if raw != self._raw or params is not self._params:
+            self._raw, self._params = raw, params
+            self._secrets = Secrets.of_client(self._client)
+        return self._secrets

@@ -111,6 +111,21 @@ async def test_an_mcp_server_echoing_the_clients_credentials_never_shows_them(
         assert len(failure.message) <= 500
 
 
+async def test_a_token_the_host_gives_its_client_later_is_redacted_too() -> None:
+    rotated = "sk-live-rotated-77aa55cc"
+    async for url, _, seen in answered("success"):
+        async with client() as http:
+            source = at.mcp.http(name="echoing", url=url, client=http)
+            async with source.lifespan():
+                await source.discover()
+                assert_clean(json.dumps(await source.call("echo", {})))
+                http.headers["Authorization"] = f"Bearer {rotated}"
+                value = await source.call("echo", {})
+        assert rotated in seen[-1]
+        assert rotated not in json.dumps(value)
+        assert "[redacted]" in json.dumps(value)
+
+
 @pytest.mark.parametrize(("status", "pad"), [(404, 0), (404, 459), (200, 0)])
 async def test_an_api_echoing_the_clients_credentials_never_shows_them(
     status: int, pad: int

@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import functools
 import itertools
+from collections.abc import Mapping
 from contextlib import asynccontextmanager
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Final, Literal, TypeAlias, TypeVar
 from urllib.parse import urlsplit
 
@@ -78,7 +80,7 @@ from amends_toolkit.protocols.mcp._results import (
 from amends_toolkit.runtime import StateLoop
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+    from collections.abc import AsyncIterator, Awaitable, Callable
 
     from amends_toolkit._definitions import ToolDefinition
     from amends_toolkit._json import JsonObject, JsonValue
@@ -98,12 +100,15 @@ _VISIBLE_ASCII: Final = frozenset(range(0x21, 0x7F))
 class _Session:
     id: str | None
     version: str
+    headers: Mapping[str, str] = attrs.field(init=False, eq=False)
+    """What each of its requests sends: its version and id (built once, never changed)."""
 
-    def headers(self) -> dict[str, str]:
+    @headers.default
+    def _headers(self) -> Mapping[str, str]:
         headers = {"MCP-Protocol-Version": self.version}
         if self.id is not None:
             headers["Mcp-Session-Id"] = self.id
-        return headers
+        return MappingProxyType(headers)
 
 
 # The messages that change an incarnation's state, handled one at a time by its StateLoop.
@@ -295,11 +300,12 @@ class McpHttpSource:
         """Hold one stream of the server's notifications open until it ends (see
         :mod:`amends_toolkit.actors._mcp_listen`)."""
         live = self._running()
+        headers: Mapping[str, str]
         if await self._ensure_era(live) == "modern":
             message = listen_request(next(live.ids))
             headers = _modern_headers("subscriptions/listen")
         else:
-            message, headers = None, (await self._ensure_session(live)).headers()
+            message, headers = None, (await self._ensure_session(live)).headers
         await self._wire.listen(message, headers=headers, on_notification=notified)
 
     async def _bounded(self, method: str, operation: Callable[[], Awaitable[_T]]) -> _T:
@@ -399,7 +405,7 @@ class McpHttpSource:
             )
         session = _Session(id=session_id, version=version)
         done = await self._wire.post(
-            notification("notifications/initialized"), headers=session.headers()
+            notification("notifications/initialized"), headers=session.headers
         )
         if not 200 <= done.status <= 299:
             raise error_for_status(self._name, done.status, method="notifications/initialized")
@@ -412,7 +418,7 @@ class McpHttpSource:
             return
         with anyio.move_on_after(self._end_timeout, shield=True):
             try:
-                status = await self._wire.delete(session.headers())
+                status = await self._wire.delete(session.headers)
             except Unreachable as error:
                 _log.info("mcp.session_end_failed", source=self._name, error=str(error))
                 return
@@ -438,7 +444,7 @@ class McpHttpSource:
         else:
             reply = error_response(message.id, METHOD_NOT_FOUND, "Method not found")
             _log.info("mcp.server_request_refused", source=self._name, method=message.method)
-        answer = await self._wire.post(reply, headers=session.headers())
+        answer = await self._wire.post(reply, headers=session.headers)
         if not 200 <= answer.status <= 299:
             _log.info("mcp.server_answer_refused", source=self._name, status=answer.status)
 
@@ -474,9 +480,9 @@ class McpHttpSource:
             try:
                 answer = await self._wire.post(
                     request(id_, method, params),
-                    headers=current.headers(),
+                    headers=current.headers,
                     on_request=functools.partial(self._on_message, current, relay),
-                    resume_headers=current.headers(),
+                    resume_headers=current.headers,
                 )
             except anyio.get_cancelled_exc_class():
                 # A session's server does not take a closed stream as a cancellation: the
@@ -497,7 +503,7 @@ class McpHttpSource:
         )
         with anyio.move_on_after(self._end_timeout, shield=True):
             try:
-                await self._wire.post(message, headers=session.headers())
+                await self._wire.post(message, headers=session.headers)
             except Unreachable as error:
                 _log.info("mcp.cancel_failed", source=self._name, error=str(error))
 

@@ -26,7 +26,7 @@ import attrs
 import httpx
 
 from amends_toolkit._log import get_logger
-from amends_toolkit._peer import Secrets
+from amends_toolkit._peer import ClientSecrets, Secrets
 from amends_toolkit.protocols._body import (
     ACCEPT_ENCODING,
     AnswerTooLarge,
@@ -82,6 +82,11 @@ MAX_LISTEN_EVENT: Final = 65_536
 """The most bytes one event of a listening stream may take (a notification is small)."""
 DEFAULT_RETRY_DELAY: Final = 1.0
 """The wait before resuming when the stream gave no ``retry``."""
+_POST_HEADERS: Final = {
+    "Accept": ACCEPT,
+    "Accept-Encoding": ACCEPT_ENCODING,
+    "Content-Type": "application/json",
+}
 
 
 class HttpResponse(RawResponse, Protocol):
@@ -141,8 +146,18 @@ class Answer:
 
     status: int
     message: Response | ErrorResponse | None
-    session_id: str | None = None
-    retry_after: str | None = None
+    headers: Mapping[str, str] = attrs.field(factory=dict, repr=False)
+    """The response's headers, read only for what is asked of them."""
+
+    @property
+    def session_id(self) -> str | None:
+        """The session the server began (``Mcp-Session-Id``), if it names one."""
+        return self.headers.get("mcp-session-id")
+
+    @property
+    def retry_after(self) -> str | None:
+        """The server's ``Retry-After``, as it wrote it."""
+        return self.headers.get("retry-after")
 
 
 @attrs.frozen(kw_only=True)
@@ -154,6 +169,13 @@ class HttpWire:
     timeout: float
     max_answer_bytes: int
     max_depth: int
+    secrets: ClientSecrets = attrs.field(
+        init=False,
+        eq=False,
+        repr=False,
+        default=attrs.Factory(lambda wire: ClientSecrets(wire.client), takes_self=True),
+    )
+    """The client's credentials, redacted in every answer."""
 
     async def post(
         self,
@@ -179,23 +201,16 @@ class HttpWire:
         wanted: RequestId | None = (
             id_ if "method" in message and isinstance(id_, int | str) else None
         )
-        sent = {
-            "Accept": ACCEPT,
-            "Accept-Encoding": ACCEPT_ENCODING,
-            "Content-Type": "application/json",
-            **headers,
-        }
-        secrets = Secrets.of_client(self.client)
+        sent = {**_POST_HEADERS, **headers}
+        secrets = self.secrets.current()
         try:
             async with self.client.stream(
                 "POST", self.url, content=encode(message), headers=sent, timeout=self.timeout
             ) as response:
-                status = response.status_code
-                session_id = response.headers.get("mcp-session-id")
-                retry_after = response.headers.get("retry-after")
-                kind = _media_type(response.headers.get("content-type"))
+                status, received = response.status_code, response.headers
+                kind = _media_type(received.get("content-type"))
                 if wanted is None or outcome(status) in ("authentication", "unavailable"):
-                    return Answer(status=status, message=None, retry_after=retry_after)
+                    return Answer(status=status, message=None, headers=received)
                 ok = 200 <= status <= 299
                 if kind == "text/event-stream" and ok:
                     parser = SseParser(max_event_bytes=self.max_answer_bytes)
@@ -217,12 +232,7 @@ class HttpWire:
             found = await self._resume(parser, wanted, on_request, resume_headers)
         if found is None and ok:
             raise ProtocolError("the answer holds no response to the request")
-        return Answer(
-            status=status,
-            message=_redacted(found, secrets),
-            session_id=session_id,
-            retry_after=retry_after,
-        )
+        return Answer(status=status, message=_redacted(found, secrets), headers=received)
 
     async def listen(
         self,

@@ -157,7 +157,11 @@ def initialize_params(version: str = SESSION_VERSIONS[0]) -> JsonObject:
 
 def encode(message: Mapping[str, JsonValue]) -> bytes:
     """A message as the bytes of one JSON document (UTF-8, no newline inside)."""
-    return json.dumps(message, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode()
+    return _ENCODER.encode(message).encode()
+
+
+# One encoder for every message: json.dumps with an option builds a new one each call.
+_ENCODER: Final = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
 
 
 def decode(body: bytes | str, *, max_depth: int = MAX_DEPTH) -> list[Message]:
