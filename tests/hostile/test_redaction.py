@@ -150,3 +150,25 @@ async def test_an_api_echoing_the_clients_credentials_never_shows_them(
         failure = at.Failure.from_json(value)
         assert failure is not None
         assert len(failure.message) <= 500 + len("The API answered 404 Not Found: ")
+
+
+async def test_a_token_the_host_gives_its_client_later_is_redacted_by_an_api_source_too() -> None:
+    rotated = "sk-live-rotated-88bb66dd"
+
+    async def reply(target: str, headers: dict[str, str], _b: bytes) -> AsyncIterator[bytes]:
+        yield json_reply({"echo": echo_of(target, headers)})
+
+    operation = at.http.Operation(
+        definition=at.ToolDefinition(
+            name="get", description="Get.", input_schema={"type": "object"}
+        ),
+        request=at.http.RequestTemplate(method="GET", path="/thing"),
+    )
+    async with http_peer(reply) as (url, _), client() as http:
+        source = at.http.make(name="api", base_url=url, operations=[operation], client=http)
+        toolkit = at.source_toolkit(source, await source.discover())
+        assert_clean(json.dumps(await toolkit.call("get", {})))
+        http.headers["Authorization"] = f"Bearer {rotated}"
+        text = json.dumps(await toolkit.call("get", {}))
+    assert rotated not in text
+    assert "[redacted]" in text

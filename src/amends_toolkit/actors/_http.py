@@ -63,7 +63,7 @@ from amends_toolkit._errors import (
 )
 from amends_toolkit._json import MAX_DEPTH
 from amends_toolkit._log import get_logger
-from amends_toolkit._peer import MAX_MODEL_TEXT, Secrets, cut
+from amends_toolkit._peer import MAX_MODEL_TEXT, ClientSecrets, Secrets, cut
 from amends_toolkit.actors._limits import check_limits, check_seconds
 from amends_toolkit.protocols._body import (
     ACCEPT_ENCODING,
@@ -172,6 +172,7 @@ class HttpSource:
         self._operations = {operation.definition.name: operation for operation in operations}
         self._definitions = tuple(operation.definition for operation in operations)
         self._client = client
+        self._secrets = ClientSecrets(client)
         self._timeout = timeout
         self._max_answer_length = max_answer_length
         self._max_body_size = max_body_size
@@ -250,7 +251,7 @@ class HttpSource:
             ) from None
 
     async def _send(self, tool: str, wire: WireRequest) -> JsonValue:
-        secrets = Secrets.of_client(self._client)
+        secrets = self._secrets.current()
         async with self._client.stream(
             wire.method,
             wire.url,
