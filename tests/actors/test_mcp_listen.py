@@ -3,6 +3,8 @@ official SDK's server (``subscriptions/listen`` in 2026-07-28, a session's GET s
 
 from __future__ import annotations
 
+import itertools
+import json
 from collections.abc import AsyncIterator
 
 import anyio
@@ -82,3 +84,71 @@ async def test_without_a_listener_the_source_opens_no_stream(url: str) -> None:
         source = await runtime.spawn(at.mcp.http(name="growing", url=url, client=client))
         await source.discover()
     assert not any("subscriptions/listen" in r or r.startswith("GET") for r in requests)
+
+
+def listening_peer(
+    listen: httpx.Response, opened: list[float], enough: anyio.Event
+) -> httpx.MockTransport:
+    """A 2026-07-28 peer whose ``subscriptions/listen`` answers ``listen`` at once, noting the
+    (virtual) time of each; scripted, as only the timing of the reopening is under test."""
+
+    async def handle(request: httpx.Request) -> httpx.Response:
+        method = request.headers.get("mcp-method")
+        if method == "server/discover":
+            body = json.loads(request.content)
+            result = {"supportedVersions": ["2026-07-28"]}
+            return httpx.Response(200, json={"jsonrpc": "2.0", "id": body["id"], "result": result})
+        assert method == "subscriptions/listen"
+        opened.append(anyio.current_time())
+        if len(opened) == 5:
+            enough.set()
+        if listen is None:
+            raise httpx.ConnectError("refused", request=request)
+        return listen
+
+    return httpx.MockTransport(handle)
+
+
+@pytest.mark.virtual_clock
+@pytest.mark.parametrize(
+    ("listen", "waits"),
+    [
+        # a stream that ends is opened again after listen_retry
+        (httpx.Response(200, headers={"content-type": "text/event-stream"}), [3, 3, 3, 3]),
+        # one that fails, after a wait that doubles up to listen_retry_max
+        (None, [6, 10, 10, 10]),
+    ],
+)
+async def test_a_stream_is_opened_again_after_the_waits_the_source_was_given(
+    listen: httpx.Response | None, waits: list[float]
+) -> None:
+    opened: list[float] = []
+    enough = anyio.Event()
+    transport = listening_peer(listen, opened, enough)
+    async with httpx.AsyncClient(transport=transport) as client:
+        source = at.mcp.http(
+            name="peer",
+            url="http://peer.test/mcp",
+            client=client,
+            on_list_changed=lambda: None,
+            listen_retry=3.0,
+            listen_retry_max=10.0,
+        )
+        with anyio.fail_after(100):
+            async with source.lifespan():
+                await enough.wait()
+    assert [round(b - a, 3) for a, b in itertools.pairwise(opened)] == waits
+
+
+@pytest.mark.parametrize(
+    ("options", "problem"),
+    [
+        ({"listen_retry": 0}, "listen_retry must be a positive number of seconds"),
+        ({"listen_retry_max": float("inf")}, "listen_retry_max must be a positive number"),
+        ({"listen_retry": 5.0, "listen_retry_max": 2.0}, "must not be longer than"),
+    ],
+)
+async def test_the_reopening_waits_are_checked(options: dict[str, float], problem: str) -> None:
+    async with httpx.AsyncClient() as client:
+        with pytest.raises(ValueError, match=problem):
+            at.mcp.http(name="peer", url="http://peer.test/mcp", client=client, **options)

@@ -36,7 +36,7 @@ from amends_toolkit._errors import (
 from amends_toolkit._json import MAX_DEPTH
 from amends_toolkit._log import get_logger
 from amends_toolkit._progress import listener
-from amends_toolkit.actors._limits import check_mcp_options
+from amends_toolkit.actors._limits import check_mcp_options, check_seconds
 from amends_toolkit.actors._mcp_errors import (
     WIRE_ERRORS,
     check_input,
@@ -44,7 +44,12 @@ from amends_toolkit.actors._mcp_errors import (
     error_for_status,
     wire_error,
 )
-from amends_toolkit.actors._mcp_listen import listen_request, relay_list_changed
+from amends_toolkit.actors._mcp_listen import (
+    LISTEN_RETRY_MAX,
+    LISTEN_RETRY_MIN,
+    listen_request,
+    relay_list_changed,
+)
 from amends_toolkit.actors._mcp_listing import list_tools
 from amends_toolkit.protocols.http import check_client, outcome, retry_after
 from amends_toolkit.protocols.mcp._headers import HeaderMark, encode_value, param_headers
@@ -168,9 +173,12 @@ class McpHttpSource:
         on_list_changed: Callable[[], None] | None = None,
         max_answer_bytes: int = MAX_MESSAGE_BYTES,
         max_depth: int = MAX_DEPTH,
+        listen_retry: float = LISTEN_RETRY_MIN,
+        listen_retry_max: float = LISTEN_RETRY_MAX,
     ) -> None:
         self._name = name
         self._on_list_changed = on_list_changed
+        self._listen_retry = (listen_retry, listen_retry_max)
         self._timeout = timeout
         self._end_timeout = min(timeout, end_timeout)
         self._max_depth = max_depth
@@ -247,7 +255,12 @@ class McpHttpSource:
                 await tasks.start(live.loop.run)
                 self._live = live
                 if self._on_list_changed is not None:
-                    tasks.start_soon(relay_list_changed, self, self._on_list_changed)
+                    retry, retry_max = self._listen_retry
+                    tasks.start_soon(
+                        functools.partial(relay_list_changed, retry=retry, retry_max=retry_max),
+                        self,
+                        self._on_list_changed,
+                    )
                 try:
                     yield
                 except Exception as error:  # noqa: BLE001 - the holder's own: raised as itself below
@@ -636,6 +649,8 @@ def http(
     on_list_changed: Callable[[], None] | None = None,
     max_answer_bytes: int = MAX_MESSAGE_BYTES,
     max_depth: int = MAX_DEPTH,
+    listen_retry: float = LISTEN_RETRY_MIN,
+    listen_retry_max: float = LISTEN_RETRY_MAX,
 ) -> McpHttpSource:
     """The source of an MCP server over Streamable HTTP.
 
@@ -661,6 +676,10 @@ def http(
             ``InvalidResponseError``.
         max_depth: How deep an answer (and an input) may nest; deeper is
             ``InvalidResponseError`` (an input: ``InvalidInputError``).
+        listen_retry: Seconds before the stream of notifications (with ``on_list_changed``)
+            is opened again after it ended; after a failure the wait doubles each time, up to
+            ``listen_retry_max`` seconds.
+        listen_retry_max: The longest wait before opening that stream again.
 
 
     Raises:
@@ -685,6 +704,12 @@ def http(
         max_depth=max_depth,
         on_list_changed=on_list_changed,
     )
+    check_seconds(listen_retry=listen_retry, listen_retry_max=listen_retry_max)
+    if listen_retry > listen_retry_max:
+        raise ValueError(
+            f"listen_retry ({listen_retry}) must not be longer than listen_retry_max "
+            f"({listen_retry_max})"
+        )
     return McpHttpSource(
         name=name,
         url=url,
@@ -694,4 +719,6 @@ def http(
         on_list_changed=on_list_changed,
         max_answer_bytes=max_answer_bytes,
         max_depth=max_depth,
+        listen_retry=float(listen_retry),
+        listen_retry_max=float(listen_retry_max),
     )

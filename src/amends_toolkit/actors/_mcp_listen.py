@@ -4,7 +4,8 @@ While its actor runs, a source given ``on_list_changed`` holds one stream of the
 notifications open: ``subscriptions/listen`` (asking for ``toolsListChanged``) in 2026-07-28, a
 session's standalone GET stream otherwise. Each ``notifications/tools/list_changed`` is relayed
 to the host, which discovers again. A stream that ends or breaks is opened again after a wait
-that doubles up to ``LISTEN_RETRY_MAX``; a server that offers no stream is not asked again.
+that doubles up to the source's ``listen_retry_max`` (from ``listen_retry``); a server that offers
+no stream is not asked again.
 """
 
 from __future__ import annotations
@@ -30,14 +31,23 @@ _log = get_logger(__name__)
 
 LIST_CHANGED: Final = "notifications/tools/list_changed"
 LISTEN_RETRY_MIN: Final = 1.0
-"""Seconds before a stream that ended is opened again (a server that ends it at once is not
-asked in a loop)."""
+"""The default ``listen_retry``: seconds before a stream that ended is opened again (a server
+that ends it at once is not asked in a loop)."""
 LISTEN_RETRY_MAX: Final = 60.0
-"""The longest wait before opening a stream again after failures."""
+"""The default ``listen_retry_max``: the longest wait before opening a stream again after
+failures."""
 
 
-async def relay_list_changed(source: McpHttpSource, on_list_changed: Callable[[], None]) -> None:
-    """Listen until cancelled, calling ``on_list_changed`` for each list_changed notification."""
+async def relay_list_changed(
+    source: McpHttpSource,
+    on_list_changed: Callable[[], None],
+    *,
+    retry: float = LISTEN_RETRY_MIN,
+    retry_max: float = LISTEN_RETRY_MAX,
+) -> None:
+    """Listen until cancelled, calling ``on_list_changed`` for each list_changed notification;
+    a stream that ended is opened again after ``retry`` seconds, one that failed after twice
+    the last wait, at most ``retry_max``."""
     name = source.name
 
     def notified(method: str) -> None:
@@ -45,17 +55,17 @@ async def relay_list_changed(source: McpHttpSource, on_list_changed: Callable[[]
             _log.info("mcp.tools_changed", source=name)
             on_list_changed()
 
-    delay = LISTEN_RETRY_MIN
+    delay = retry
     while True:
         try:
             await source.listen_once(notified)
-            delay = LISTEN_RETRY_MIN
+            delay = retry
         except ListenRefused as refused:
             _log.info("mcp.listen_refused", source=name, answer=str(refused))
             return
         except (ToolSourceError, Unreachable, StreamEnded, ProtocolError) as error:
             _log.info("mcp.listen_failed", source=name, error=str(error))
-            delay = min(delay * 2, LISTEN_RETRY_MAX)
+            delay = min(delay * 2, retry_max)
         await anyio.sleep(delay)
 
 
