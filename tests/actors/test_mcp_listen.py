@@ -87,10 +87,11 @@ async def test_without_a_listener_the_source_opens_no_stream(url: str) -> None:
 
 
 def listening_peer(
-    listen: httpx.Response, opened: list[float], enough: anyio.Event
+    listen: httpx.Response | None, opened: list[float], enough: anyio.Event
 ) -> httpx.MockTransport:
-    """A 2026-07-28 peer whose ``subscriptions/listen`` answers ``listen`` at once, noting the
-    (virtual) time of each; scripted, as only the timing of the reopening is under test."""
+    """A 2026-07-28 peer whose ``subscriptions/listen`` answers ``listen`` at once (``None``:
+    the connection fails), noting the (virtual) time of each; scripted, as only the timing of
+    the reopening is under test."""
 
     async def handle(request: httpx.Request) -> httpx.Response:
         method = request.headers.get("mcp-method")
@@ -149,6 +150,13 @@ async def test_a_stream_is_opened_again_after_the_waits_the_source_was_given(
     ],
 )
 async def test_the_reopening_waits_are_checked(options: dict[str, float], problem: str) -> None:
+    retry = {"listen_retry": 1.0, "listen_retry_max": 60.0} | options
     async with httpx.AsyncClient() as client:
         with pytest.raises(ValueError, match=problem):
-            at.mcp.http(name="peer", url="http://peer.test/mcp", client=client, **options)
+            at.mcp.http(
+                name="peer",
+                url="http://peer.test/mcp",
+                client=client,
+                listen_retry=retry["listen_retry"],
+                listen_retry_max=retry["listen_retry_max"],
+            )
