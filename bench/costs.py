@@ -94,8 +94,12 @@ def timed_with_collector(function: Callable[[], object], times: int = 3) -> tupl
     return best, collector
 
 
+FLOOR_GROWTH = "the names in a dict, 100,000 against 10,000 (linear is 10)"
+"""How the baseline grows: what memory alone costs this machine for ten times the objects."""
+
+
 def assembly() -> list[Measure]:
-    measures, times, own = [], {}, {}
+    measures, times, own, floor = [], {}, {}, {}
     source = Nowhere()
     for size in (1_000, 10_000, 100_000):
         member = at.Member(source, definitions(size))
@@ -103,7 +107,7 @@ def assembly() -> list[Measure]:
         whole, collector = timed_with_collector(
             functools.partial(at.assemble, [member], lambda _, __: "allow")
         )
-        times[size], own[size] = whole, whole - collector
+        times[size], own[size], floor[size] = whole, whole - collector, baseline
         measures += [
             Measure(
                 group="assembly",
@@ -131,6 +135,12 @@ def assembly() -> list[Measure]:
             group="assembly",
             subject="the same without the collector's time (linear is 10)",
             value=own[100_000] / own[10_000],
+            unit="x",
+        ),
+        Measure(
+            group="assembly",
+            subject=FLOOR_GROWTH,
+            value=floor[100_000] / floor[10_000],
             unit="x",
         ),
     ]
