@@ -22,6 +22,13 @@ KEY = "qk-90210-abcdef"
 SECRETS = (TOKEN, KEY)
 
 
+GET = at.http.Operation(
+    definition=at.ToolDefinition(name="get", description="Get.", input_schema={"type": "object"}),
+    request=at.http.RequestTemplate(method="GET", path="/thing"),
+)
+"""The one operation of the API sources here."""
+
+
 def client() -> httpx.AsyncClient:
     return httpx.AsyncClient(headers={"Authorization": f"Bearer {TOKEN}"}, params={"api_key": KEY})
 
@@ -133,14 +140,8 @@ async def test_an_api_echoing_the_clients_credentials_never_shows_them(
     async def reply(target: str, headers: dict[str, str], _b: bytes) -> AsyncIterator[bytes]:
         yield json_reply({"error": echo_of(target, headers, pad)}, status=status)
 
-    operation = at.http.Operation(
-        definition=at.ToolDefinition(
-            name="get", description="Get.", input_schema={"type": "object"}
-        ),
-        request=at.http.RequestTemplate(method="GET", path="/thing"),
-    )
     async with http_peer(reply) as (url, _), client() as http:
-        source = at.http.make(name="api", base_url=url, operations=[operation], client=http)
+        source = at.http.make(name="api", base_url=url, operations=[GET], client=http)
         value = await at.source_toolkit(source, await source.discover()).call("get", {})
     text = json.dumps(value)
     assert_clean(text)
@@ -158,14 +159,8 @@ async def test_a_token_the_host_gives_its_client_later_is_redacted_by_an_api_sou
     async def reply(target: str, headers: dict[str, str], _b: bytes) -> AsyncIterator[bytes]:
         yield json_reply({"echo": echo_of(target, headers)})
 
-    operation = at.http.Operation(
-        definition=at.ToolDefinition(
-            name="get", description="Get.", input_schema={"type": "object"}
-        ),
-        request=at.http.RequestTemplate(method="GET", path="/thing"),
-    )
     async with http_peer(reply) as (url, _), client() as http:
-        source = at.http.make(name="api", base_url=url, operations=[operation], client=http)
+        source = at.http.make(name="api", base_url=url, operations=[GET], client=http)
         toolkit = at.source_toolkit(source, await source.discover())
         assert_clean(json.dumps(await toolkit.call("get", {})))
         http.headers["Authorization"] = f"Bearer {rotated}"
