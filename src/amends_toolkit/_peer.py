@@ -87,11 +87,12 @@ class Secrets:
         """The length of the longest secret: read this much past a cut to redact before it."""
 
     @classmethod
-    def of_client(cls, client: object) -> Secrets:
-        """The secrets of an httpx (or httpx2) client: its own headers' and query's values."""
+    def of_client(cls, client: object, also: Iterable[str] = ()) -> Secrets:
+        """The secrets of an httpx (or httpx2) client: its own headers' and query's values (and
+        ``also``)."""
         headers = getattr(client, "headers", None)
         params = getattr(client, "params", None)
-        values: list[str] = []
+        values: list[str] = list(also)
         if isinstance(headers, Mapping):
             values += [
                 str(value) for key, value in headers.items() if str(key).lower() not in _NOT_SECRET
@@ -129,30 +130,42 @@ NO_SECRETS: Final = Secrets(())
 """A client with nothing of its own to hide (or a source with no client, such as stdio)."""
 
 
+_SENT_CREDENTIALS: Final = ("authorization", "proxy-authorization")
+"""The headers a client's ``auth`` (or an event hook) puts on a request as it sends it."""
+
+
 class ClientSecrets:
-    """The :class:`Secrets` of one client as they are now, read again only when its headers or
-    query parameters changed since the last time (a host may give its client a new token at
-    any time); one per source, asked on each request.
+    """The :class:`Secrets` of one client as they are now, read again only when its headers,
+    its query parameters or the credentials of the request it sent changed since the last time
+    (a host may give its client a new token at any time); one per source, asked on each
+    response.
 
     An httpx (or httpx2) client's headers are compared by their raw bytes and its query
-    parameters (immutable) by identity; any other client is read each time.
+    parameters (immutable) by identity; any other client is read each time. The request a
+    response answers adds its ``Authorization`` and ``Proxy-Authorization``: the client's
+    ``auth`` (an OAuth provider) sets them there, not in the client's headers.
     """
 
-    __slots__ = ("_client", "_params", "_raw", "_secrets")
+    __slots__ = ("_client", "_params", "_raw", "_secrets", "_sent")
 
     def __init__(self, client: object) -> None:
         self._client = client
         self._raw: object = None
         self._params: object = None
+        self._sent: tuple[str, ...] = ()
         self._secrets = NO_SECRETS
 
-    def current(self) -> Secrets:
-        """The client's secrets now."""
+    def current(self, response: object = None) -> Secrets:
+        """The client's secrets now, with those of the request ``response`` answers."""
         raw = getattr(getattr(self._client, "headers", None), "raw", None)
         params = getattr(self._client, "params", None)
+        headers = getattr(getattr(response, "request", None), "headers", None)
+        sent: tuple[str, ...] = ()
+        if isinstance(headers, Mapping):
+            sent = tuple(str(headers[name]) for name in _SENT_CREDENTIALS if name in headers)
         if not isinstance(raw, list):
-            return Secrets.of_client(self._client)
-        if raw != self._raw or params is not self._params:
-            self._raw, self._params = raw, params
-            self._secrets = Secrets.of_client(self._client)
+            return Secrets.of_client(self._client, sent)
+        if raw != self._raw or params is not self._params or sent != self._sent:
+            self._raw, self._params, self._sent = raw, params, sent
+            self._secrets = Secrets.of_client(self._client, sent)
         return self._secrets

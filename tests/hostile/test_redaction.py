@@ -5,7 +5,7 @@ reads, before the text is cut, so no cut leaves half a credential either."""
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Generator
 from urllib.parse import unquote
 
 import httpx
@@ -167,3 +167,45 @@ async def test_a_token_the_host_gives_its_client_later_is_redacted_by_an_api_sou
         text = json.dumps(await toolkit.call("get", {}))
     assert rotated not in text
     assert "[redacted]" in text
+
+
+class _Bearer(httpx.Auth):
+    """A host's token given by ``client.auth`` (as an OAuth provider gives it), not a header."""
+
+    def __init__(self, token: str) -> None:
+        self.token = token
+
+    def auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
+        request.headers["Authorization"] = f"Bearer {self.token}"
+        yield request
+
+
+async def test_a_token_the_clients_auth_adds_is_redacted() -> None:
+    by_auth = "sk-live-auth-44ee22ff"
+    async for url, _, seen in answered("success"):
+        async with httpx.AsyncClient(auth=_Bearer(by_auth)) as http:
+            source = at.mcp.http(name="echoing", url=url, client=http)
+            async with source.lifespan():
+                await source.discover()
+                value = await source.call("echo", {})
+        assert by_auth in seen[-1]
+        assert by_auth not in json.dumps(value)
+
+
+async def test_a_token_an_event_hook_adds_is_redacted_by_an_api_source() -> None:
+    by_hook = "sk-live-hook-33dd11aa"
+
+    async def sign(request: httpx.Request) -> None:
+        request.headers["Authorization"] = f"Bearer {by_hook}"
+
+    async def reply(target: str, headers: dict[str, str], _b: bytes) -> AsyncIterator[bytes]:
+        yield json_reply({"echo": echo_of(target, headers)})
+
+    async with (
+        http_peer(reply) as (url, _),
+        httpx.AsyncClient(event_hooks={"request": [sign]}) as http,
+    ):
+        source = at.http.make(name="api", base_url=url, operations=[GET], client=http)
+        text = json.dumps(await at.source_toolkit(source, await source.discover()).call("get", {}))
+    assert "[redacted]" in text
+    assert by_hook not in text

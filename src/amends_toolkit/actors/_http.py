@@ -251,7 +251,6 @@ class HttpSource:
             ) from None
 
     async def _send(self, tool: str, wire: WireRequest) -> JsonValue:
-        secrets = self._secrets.current()
         async with self._client.stream(
             wire.method,
             wire.url,
@@ -259,6 +258,7 @@ class HttpSource:
             params=tuple(wire.query),
             headers=wire.headers,
         ) as response:
+            secrets = self._secrets.current(response)
             status = response.status_code
             kind = outcome(status)
             if kind == "success":

@@ -202,12 +202,12 @@ class HttpWire:
             id_ if "method" in message and isinstance(id_, int | str) else None
         )
         sent = {**_POST_HEADERS, **headers}
-        secrets = self.secrets.current()
         try:
             async with self.client.stream(
                 "POST", self.url, content=encode(message), headers=sent, timeout=self.timeout
             ) as response:
                 status, received = response.status_code, response.headers
+                secrets = self.secrets.current(response)
                 kind = _media_type(received.get("content-type"))
                 if wanted is None or outcome(status) in ("authentication", "unavailable"):
                     return Answer(status=status, message=None, headers=received)
