@@ -8,7 +8,8 @@ from amends_toolkit._json import JsonRefused, JsonTooDeep, input_refusal, loads,
 
 
 @pytest.mark.parametrize(
-    "text", ["NaN", "[1, Infinity]", '{"a": -Infinity}', "{", "", "[1e999]", b'{"a": -1e400}']
+    "text",
+    ["NaN", "[1, Infinity]", '{"a": -Infinity}', "{", "", "[1e999]", b'{"a": -1e400}', b'"\xff"'],
 )
 def test_what_is_no_json_is_refused(text: str | bytes) -> None:
     with pytest.raises(JsonRefused):
@@ -20,6 +21,15 @@ def test_json_nested_past_the_limit_is_too_deep(depth: int) -> None:
     with pytest.raises(JsonTooDeep):
         loads("[" * depth + "]" * depth, max_depth=4)
     assert loads("[[[[]]]]", max_depth=4) == [[[[]]]]
+
+
+def test_objects_and_arrays_both_count_as_depth() -> None:
+    # The walk is skipped only when the text holds no more "[" and "{" together than the limit.
+    with pytest.raises(JsonTooDeep):
+        loads('{"a": [{"b": [{"c": 1}]}]}', max_depth=4)
+    with pytest.raises(JsonTooDeep):
+        loads('{"a":' * 5 + "1" + "}" * 5, max_depth=4)
+    assert loads('{"a": [{"b": [1]}]}', max_depth=4) == {"a": [{"b": [1]}]}
 
 
 def test_brackets_in_strings_are_no_depth() -> None:
