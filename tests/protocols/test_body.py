@@ -71,3 +71,23 @@ async def test_reading_stops_at_the_limit() -> None:
         await read_bounded(response, 1000)
     exact = httpx.Response(200, stream=Pieces(TEXT))
     assert await read_bounded(exact, len(TEXT)) == TEXT
+
+
+@pytest.mark.parametrize(("coding", "wbits"), [("gzip", 31), ("deflate", 15), ("deflate", -15)])
+@pytest.mark.parametrize("size", [1, 2, 3])
+async def test_a_body_read_whole_is_the_same_whatever_its_pieces(
+    coding: str, wbits: int, size: int
+) -> None:
+    body = squeeze(TEXT[:5000], wbits)
+    response = httpx.Response(200, headers={"content-encoding": coding}, stream=Pieces(body, size))
+    assert await read_bounded(response, len(TEXT)) == TEXT[:5000]
+    tight = httpx.Response(200, headers={"content-encoding": coding}, stream=Pieces(body, size))
+    with pytest.raises(AnswerTooLarge):
+        await read_bounded(tight, 4999)
+
+
+async def test_a_body_read_in_memory_in_a_coding_not_asked_for_is_refused() -> None:
+    whole = httpx.Response(200, headers={"content-encoding": "br"}, content=b"x")
+    await whole.aread()
+    with pytest.raises(UnreadableCoding):
+        await read_bounded(whole, 100)

@@ -150,8 +150,14 @@ class _Inflater:
         self._gzip = gzip
         self._inflate = zlib.decompressobj(zlib.MAX_WBITS | 16 if gzip else zlib.MAX_WBITS)
         self._first = True
+        self._head = b""
 
     def feed(self, data: bytes) -> Iterator[bytes]:
+        if self._first and not self._gzip and len(self._head) + len(data) < 2:
+            # Its first two bytes tell zlib data from raw deflate: a piece of one waits for more.
+            self._head += data
+            return
+        data, self._head = self._head + data, b""
         while data:
             try:
                 piece = self._inflate.decompress(data, CHUNK)
