@@ -184,3 +184,29 @@ def test_parsing_an_event_stream_is_linear_in_a_lines_length() -> None:
     large = cpu_seconds(lambda: parse_event(16 * MiB))
     # Linear: eight times the bytes, about eight times the time; quadratic would be 64 times.
     assert large / small < 20
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("claimed", ["1073741824", "9" * 30])
+async def test_a_content_length_longer_than_the_body_costs_only_what_was_sent(claimed: str) -> None:
+    async def lying(request: JsonObject) -> AsyncIterator[bytes]:
+        start = f'{{"jsonrpc":"2.0","id":{json.dumps(request["id"])},"result":{{"content":[]}}'
+        yield head(content_type="application/json", content_length=claimed) + start.encode()
+
+    async with mcp_peer(lying) as url:
+        with peak_memory() as peak, pytest.raises(at.UnavailableError):
+            await call_echo(url)
+    assert peak[0] < BOUNDED
+
+
+@pytest.mark.anyio
+async def test_an_answer_with_endless_headers_is_refused_before_they_are_held() -> None:
+    async def endless_headers(request: JsonObject) -> AsyncIterator[bytes]:
+        yield b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+        for index in range(16 * 1024):  # 16 MiB of headers, unless the client stops reading
+            yield f"X-Pad-{index}: {'x' * 1000}\r\n".encode()
+
+    async with mcp_peer(endless_headers) as url:
+        with peak_memory() as peak, pytest.raises(at.UnavailableError):
+            await call_echo(url)
+    assert peak[0] < BOUNDED
