@@ -59,6 +59,15 @@ def test_a_clients_secrets_follow_its_headers_and_query(module: object) -> None:
     client.close()
 
 
+def test_the_address_the_host_gave_adds_its_query_and_password() -> None:
+    client = httpx.Client()
+    secrets = ClientSecrets(client, "https://me:pass-word-99@host/mcp?key=url-key-4444&x=12")
+    text = "pass-word-99 url-key-4444 me host"
+    assert secrets.current().redact(text) == "[redacted] [redacted] me host"
+    assert not ClientSecrets(client, "https://host/mcp").current()
+    client.close()
+
+
 def test_the_cut_keeps_the_limit() -> None:
     assert cut("  short  ") == "short"
     long = "a" * 1000

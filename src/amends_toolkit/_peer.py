@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Final
+from urllib.parse import parse_qsl, urlsplit
 
 if TYPE_CHECKING:
     from amends_toolkit._json import JsonValue
@@ -143,13 +144,19 @@ class ClientSecrets:
     An httpx (or httpx2) client's headers are compared by their raw bytes and its query
     parameters (immutable) by identity; any other client is read each time. The request a
     response answers adds its ``Authorization`` and ``Proxy-Authorization``: the client's
-    ``auth`` (an OAuth provider) sets them there, not in the client's headers.
+    ``auth`` (an OAuth provider) sets them there, not in the client's headers. The ``url`` the
+    host gave the source adds its query's values and its password.
     """
 
-    __slots__ = ("_client", "_params", "_raw", "_secrets", "_sent")
+    __slots__ = ("_also", "_client", "_params", "_raw", "_secrets", "_sent")
 
-    def __init__(self, client: object) -> None:
+    def __init__(self, client: object, url: str = "") -> None:
         self._client = client
+        parts = urlsplit(url)
+        # what the host wrote into the address it gave: a key in its query, a password
+        self._also = tuple(value for _, value in parse_qsl(parts.query)) + (
+            (parts.password,) if parts.password else ()
+        )
         self._raw: object = None
         self._params: object = None
         self._sent: tuple[str, ...] = ()
@@ -164,8 +171,8 @@ class ClientSecrets:
         if isinstance(headers, Mapping):
             sent = tuple(str(headers[name]) for name in _SENT_CREDENTIALS if name in headers)
         if not isinstance(raw, list):
-            return Secrets.of_client(self._client, sent)
+            return Secrets.of_client(self._client, self._also + sent)
         if raw != self._raw or params is not self._params or sent != self._sent:
             self._raw, self._params, self._sent = raw, params, sent
-            self._secrets = Secrets.of_client(self._client, sent)
+            self._secrets = Secrets.of_client(self._client, self._also + sent)
         return self._secrets

@@ -209,3 +209,16 @@ async def test_a_token_an_event_hook_adds_is_redacted_by_an_api_source() -> None
         text = json.dumps(await at.source_toolkit(source, await source.discover()).call("get", {}))
     assert "[redacted]" in text
     assert by_hook not in text
+
+
+async def test_a_key_in_the_servers_url_is_redacted() -> None:
+    in_url = "uk-live-url-55ff33bb"
+    async for url, _, seen in answered("success"):
+        async with httpx.AsyncClient() as http:
+            source = at.mcp.http(name="echoing", url=f"{url}?key={in_url}", client=http)
+            async with source.lifespan():
+                await source.discover()
+                value = await source.call("echo", {})
+        assert in_url in seen[-1]
+        assert in_url not in json.dumps(value)
+        assert "[redacted]" in json.dumps(value)

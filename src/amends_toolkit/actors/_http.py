@@ -172,7 +172,7 @@ class HttpSource:
         self._operations = {operation.definition.name: operation for operation in operations}
         self._definitions = tuple(operation.definition for operation in operations)
         self._client = client
-        self._secrets = ClientSecrets(client)
+        self._secrets = ClientSecrets(client, base_url)
         self._timeout = timeout
         self._max_answer_length = max_answer_length
         self._max_body_size = max_body_size

@@ -173,7 +173,7 @@ class HttpWire:
         init=False,
         eq=False,
         repr=False,
-        default=attrs.Factory(lambda wire: ClientSecrets(wire.client), takes_self=True),
+        default=attrs.Factory(lambda wire: ClientSecrets(wire.client, wire.url), takes_self=True),
     )
     """The client's credentials, redacted in every answer."""
 
