@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypedDict
 
 import httpx2
 
@@ -37,6 +37,12 @@ class Built:
         self.skipped = skipped
 
 
+class _Timed(TypedDict, total=False):
+    """A source's ``timeout`` when its table gives one; else the source's own default."""
+
+    timeout: float
+
+
 async def build_source(
     config: SourceConfig,
     stack: AsyncExitStack,
@@ -48,7 +54,7 @@ async def build_source(
     Raises:
         ConfigError: a header's variable is not set, or the OpenAPI document cannot be read.
     """
-    timeout = config.timeout
+    timed: _Timed = {} if config.timeout is None else {"timeout": config.timeout}
     if config.kind == "stdio":
         env = None
         if config.env is not None:
@@ -60,7 +66,7 @@ async def build_source(
                 args=config.args,
                 env=env,
                 cwd=config.cwd,
-                timeout=timeout or 60.0,
+                **timed,
                 on_list_changed=on_list_changed,
             )
         )
@@ -101,7 +107,7 @@ async def build_source(
                 name=config.name,
                 url=config.target,
                 client=client,
-                timeout=timeout or 60.0,
+                **timed,
                 on_list_changed=on_list_changed,
             )
         )
@@ -121,7 +127,7 @@ async def build_source(
             base_url=config.base_url,
             operations=read.operations,
             client=client,
-            timeout=timeout or 30.0,
+            **timed,
         ),
         skipped=read.skipped,
     )
