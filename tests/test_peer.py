@@ -68,6 +68,29 @@ def test_the_address_the_host_gave_adds_its_query_and_password() -> None:
     client.close()
 
 
+@pytest.mark.parametrize("module", [httpx, httpx2])
+def test_a_request_adds_what_neither_its_source_nor_its_client_set(module: object) -> None:
+    client = module.Client()  # type: ignore[attr-defined]
+    request = module.Request(  # type: ignore[attr-defined]
+        "POST",
+        "https://host/mcp",
+        headers={
+            "X-Api-Key": "hook-key-12345",
+            "Cookie": "sid=cookie-value-1; theme=dark-mode",
+            "Mcp-Name": "search_orders",
+            "Content-Type": "application/json",
+        },
+    )
+    response = module.Response(200, request=request)  # type: ignore[attr-defined]
+    secrets = ClientSecrets(client).current(response, sent=["search_orders"])
+    text = "hook-key-12345 cookie-value-1 dark-mode search_orders application/json host"
+    assert (
+        secrets.redact(text)
+        == "[redacted] [redacted] [redacted] search_orders application/json host"
+    )
+    client.close()
+
+
 def test_the_cut_keeps_the_limit() -> None:
     assert cut("  short  ") == "short"
     long = "a" * 1000

@@ -10,6 +10,7 @@ input in a validation message) is cut to :data:`MAX_MODEL_TEXT` characters.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Final
 from urllib.parse import parse_qsl, urlsplit
@@ -43,6 +44,7 @@ _NOT_SECRET: Final = frozenset(
         "connection",
         "content-type",
         "content-length",
+        "host",
         "user-agent",
     }
 )
@@ -131,8 +133,9 @@ NO_SECRETS: Final = Secrets(())
 """A client with nothing of its own to hide (or a source with no client, such as stdio)."""
 
 
-_SENT_CREDENTIALS: Final = ("authorization", "proxy-authorization")
-"""The headers a client's ``auth`` (or an event hook) puts on a request as it sends it."""
+_PATH_TOKEN: Final = re.compile(r"(?=[^/]*[0-9])(?=[^/]*[A-Za-z])[^/]{16,}")
+"""A segment of an address's path that is a token, a key or an id, no word: 16 characters or
+more, letters and digits among them (``/api/mcp/s/<key>/mcp``)."""
 
 
 class ClientSecrets:
@@ -143,9 +146,11 @@ class ClientSecrets:
 
     An httpx (or httpx2) client's headers are compared by their raw bytes and its query
     parameters (immutable) by identity; any other client is read each time. The request a
-    response answers adds its ``Authorization`` and ``Proxy-Authorization``: the client's
-    ``auth`` (an OAuth provider) sets them there, not in the client's headers. The ``url`` the
-    host gave the source adds its query's values and its password.
+    response answers adds every header value that its source did not set itself (``sent``) nor
+    a client sets by itself: what the client's ``auth`` (an OAuth provider) or an event hook
+    put on it (``Authorization``, ``X-Api-Key``), and each value of its ``Cookie``. The ``url``
+    the host gave the source adds its query's values, its password and the segments of its path
+    that are tokens (see :data:`_PATH_TOKEN`).
     """
 
     __slots__ = ("_also", "_client", "_params", "_raw", "_secrets", "_sent")
@@ -153,26 +158,42 @@ class ClientSecrets:
     def __init__(self, client: object, url: str = "") -> None:
         self._client = client
         parts = urlsplit(url)
-        # what the host wrote into the address it gave: a key in its query, a password
-        self._also = tuple(value for _, value in parse_qsl(parts.query)) + (
-            (parts.password,) if parts.password else ()
+        # what the host wrote into the address it gave: a key in its query, a password, a token
+        self._also = (
+            tuple(value for _, value in parse_qsl(parts.query))
+            + ((parts.password,) if parts.password else ())
+            + tuple(_PATH_TOKEN.findall(parts.path))
         )
         self._raw: object = None
         self._params: object = None
         self._sent: tuple[str, ...] = ()
         self._secrets = NO_SECRETS
 
-    def current(self, response: object = None) -> Secrets:
-        """The client's secrets now, with those of the request ``response`` answers."""
+    def current(self, response: object = None, sent: Iterable[str] = ()) -> Secrets:
+        """The client's secrets now, with those of the request ``response`` answers beyond the
+        header values its source ``sent``."""
         raw = getattr(getattr(self._client, "headers", None), "raw", None)
         params = getattr(self._client, "params", None)
-        headers = getattr(getattr(response, "request", None), "headers", None)
-        sent: tuple[str, ...] = ()
-        if isinstance(headers, Mapping):
-            sent = tuple(str(headers[name]) for name in _SENT_CREDENTIALS if name in headers)
+        added = _added(getattr(getattr(response, "request", None), "headers", None), sent)
         if not isinstance(raw, list):
-            return Secrets.of_client(self._client, self._also + sent)
-        if raw != self._raw or params is not self._params or sent != self._sent:
-            self._raw, self._params, self._sent = raw, params, sent
-            self._secrets = Secrets.of_client(self._client, self._also + sent)
+            return Secrets.of_client(self._client, self._also + added)
+        if raw != self._raw or params is not self._params or added != self._sent:
+            self._raw, self._params, self._sent = raw, params, added
+            self._secrets = Secrets.of_client(self._client, self._also + added)
         return self._secrets
+
+
+def _added(headers: object, sent: Iterable[str]) -> tuple[str, ...]:
+    """The values of a request's headers that neither its source nor the client set by itself."""
+    items = getattr(headers, "multi_items", None)
+    if items is None:
+        return ()
+    ours = set(sent)
+    added: list[str] = []
+    for name, value in items():
+        name = name.lower()
+        if name == "cookie":
+            added += [pair.partition("=")[2] for pair in value.split(";")]
+        elif name not in _NOT_SECRET and value not in ours:
+            added.append(value)
+    return tuple(added)

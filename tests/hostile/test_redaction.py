@@ -222,3 +222,99 @@ async def test_a_key_in_the_servers_url_is_redacted() -> None:
         assert in_url in seen[-1]
         assert in_url not in json.dumps(value)
         assert "[redacted]" in json.dumps(value)
+
+
+def echo_all(target: str, headers: dict[str, str]) -> str:
+    """Everything a request carried: its target and every header."""
+    return unquote(target) + " " + " ".join(f"{k}={v}" for k, v in sorted(headers.items()))
+
+
+async def mcp_echoing_all() -> AsyncIterator[tuple[str, list[str]]]:
+    """An MCP peer (stateless, 2026 era) whose one tool answers everything its call carried."""
+    seen: list[str] = []
+
+    async def reply(target: str, headers: dict[str, str], body: bytes) -> AsyncIterator[bytes]:
+        request = json.loads(body)
+        method, id_ = request.get("method"), request.get("id")
+        if method == "server/discover":
+            result: dict[str, object] = {"supportedVersions": ["2026-07-28"]}
+        elif method == "tools/list":
+            result = {"tools": [{"name": "echo", "inputSchema": {"type": "object"}}]}
+        else:
+            seen.append(echo_all(target, headers))
+            result = {"content": [{"type": "text", "text": seen[-1]}]}
+        yield json_reply({"jsonrpc": "2.0", "id": id_, "result": result})
+
+    async with http_peer(reply) as (url, _):
+        yield url, seen
+
+
+async def test_a_header_an_event_hook_adds_and_the_clients_cookies_are_redacted() -> None:
+    by_hook, cookie = "xk-live-hook-66cc44ee", "ck-live-cookie-11ab22cd"
+
+    async def sign(request: httpx.Request) -> None:
+        request.headers["X-Api-Key"] = by_hook
+
+    async for url, seen in mcp_echoing_all():
+        async with httpx.AsyncClient(
+            event_hooks={"request": [sign]}, cookies={"sid": cookie, "theme": "dark-mode"}
+        ) as http:
+            source = at.mcp.http(name="echoing", url=url + "/mcp", client=http)
+            async with source.lifespan():
+                await source.discover()
+                text = json.dumps(await source.call("echo", {}))
+        assert by_hook in seen[-1]
+        assert cookie in seen[-1]
+        assert by_hook not in text
+        assert cookie not in text
+        # What the protocol and the client set by themselves is no secret.
+        assert "mcp-protocol-version=2026-07-28" in text
+        assert "application/json" in text
+        assert "host=127.0.0.1:" in text
+
+
+async def test_a_token_in_the_path_of_the_servers_url_is_redacted() -> None:
+    in_path = "pk9f3a7c21e5b84d6a"
+    async for url, seen in mcp_echoing_all():
+        async with httpx.AsyncClient() as http:
+            source = at.mcp.http(name="echoing", url=f"{url}/api/s/{in_path}/mcp", client=http)
+            async with source.lifespan():
+                await source.discover()
+                text = json.dumps(await source.call("echo", {}))
+        assert in_path in seen[-1]
+        assert in_path not in text
+        # The path's words are no secret.
+        assert "/api/s/[redacted]/mcp" in text
+
+
+async def test_an_api_source_redacts_what_a_hook_adds_but_not_the_inputs_own_headers() -> None:
+    by_hook, given = "xk-live-hook-77dd55ff", "order-20261201"
+
+    async def sign(request: httpx.Request) -> None:
+        request.headers["X-Api-Key"] = by_hook
+
+    async def reply(target: str, headers: dict[str, str], _b: bytes) -> AsyncIterator[bytes]:
+        yield json_reply({"echo": echo_all(target, headers)})
+
+    tagged = at.http.Operation(
+        definition=at.ToolDefinition(
+            name="get",
+            description="Get.",
+            input_schema={"type": "object", "properties": {"order": {"type": "string"}}},
+        ),
+        request=at.http.RequestTemplate(
+            method="GET",
+            path="/thing",
+            params={"order": at.http.Param(location="header", name="X-Order")},
+        ),
+    )
+    async with (
+        http_peer(reply) as (url, _),
+        httpx.AsyncClient(event_hooks={"request": [sign]}) as http,
+    ):
+        source = at.http.make(name="api", base_url=url, operations=[tagged], client=http)
+        toolkit = at.source_toolkit(source, await source.discover())
+        text = json.dumps(await toolkit.call("get", {"order": given}))
+    assert by_hook not in text
+    assert "[redacted]" in text
+    assert f"x-order={given}" in text

@@ -258,7 +258,7 @@ class HttpSource:
             params=tuple(wire.query),
             headers=wire.headers,
         ) as response:
-            secrets = self._secrets.current(response)
+            secrets = self._secrets.current(response, (value for _, value in wire.headers))
             status = response.status_code
             kind = outcome(status)
             if kind == "success":

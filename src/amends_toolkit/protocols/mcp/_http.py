@@ -207,7 +207,7 @@ class HttpWire:
                 "POST", self.url, content=encode(message), headers=sent, timeout=self.timeout
             ) as response:
                 status, received = response.status_code, response.headers
-                secrets = self.secrets.current(response)
+                secrets = self.secrets.current(response, sent.values())
                 kind = _media_type(received.get("content-type"))
                 if wanted is None or outcome(status) in ("authentication", "unavailable"):
                     return Answer(status=status, message=None, headers=received)
