@@ -148,9 +148,11 @@ class ClientSecrets:
     parameters (immutable) by identity; any other client is read each time. The request a
     response answers adds every header value that its source did not set itself (``sent``) nor
     a client sets by itself: what the client's ``auth`` (an OAuth provider) or an event hook
-    put on it (``Authorization``, ``X-Api-Key``), and each value of its ``Cookie``. The ``url``
-    the host gave the source adds its query's values, its password and the segments of its path
-    that are tokens (see :data:`_PATH_TOKEN`).
+    put on it (``Authorization``, ``X-Api-Key``). Not its ``Cookie``: a client's cookie jar
+    holds what servers set, and a server may set any number of cookies, each of which would
+    then be searched for in every answer. The ``url`` the host gave the source adds its query's
+    values, its password and the segments of its path that are tokens (see
+    :data:`_PATH_TOKEN`).
     """
 
     __slots__ = ("_also", "_client", "_params", "_raw", "_secrets", "_sent")
@@ -189,11 +191,8 @@ def _added(headers: object, sent: Iterable[str]) -> tuple[str, ...]:
     if items is None:
         return ()
     ours = set(sent)
-    added: list[str] = []
-    for name, value in items():
-        name = name.lower()
-        if name == "cookie":
-            added += [pair.partition("=")[2] for pair in value.split(";")]
-        elif name not in _NOT_SECRET and value not in ours:
-            added.append(value)
-    return tuple(added)
+    return tuple(
+        value
+        for name, value in items()
+        if name.lower() not in _NOT_SECRET and name.lower() != "cookie" and value not in ours
+    )

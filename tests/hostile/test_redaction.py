@@ -249,24 +249,24 @@ async def mcp_echoing_all() -> AsyncIterator[tuple[str, list[str]]]:
         yield url, seen
 
 
-async def test_a_header_an_event_hook_adds_and_the_clients_cookies_are_redacted() -> None:
-    by_hook, cookie = "xk-live-hook-66cc44ee", "ck-live-cookie-11ab22cd"
+async def test_a_header_an_event_hook_adds_is_redacted_but_not_a_cookie() -> None:
+    by_hook, cookie = "xk-live-hook-66cc44ee", "ck-server-set-11ab22cd"
 
     async def sign(request: httpx.Request) -> None:
         request.headers["X-Api-Key"] = by_hook
 
     async for url, seen in mcp_echoing_all():
         async with httpx.AsyncClient(
-            event_hooks={"request": [sign]}, cookies={"sid": cookie, "theme": "dark-mode"}
+            event_hooks={"request": [sign]}, cookies={"sid": cookie}
         ) as http:
             source = at.mcp.http(name="echoing", url=url + "/mcp", client=http)
             async with source.lifespan():
                 await source.discover()
                 text = json.dumps(await source.call("echo", {}))
         assert by_hook in seen[-1]
-        assert cookie in seen[-1]
         assert by_hook not in text
-        assert cookie not in text
+        # A cookie jar holds what servers set, any number of them: no secret of the host's.
+        assert f"cookie=sid={cookie}" in text
         # What the protocol and the client set by themselves is no secret.
         assert "mcp-protocol-version=2026-07-28" in text
         assert "application/json" in text
