@@ -2,7 +2,10 @@
 
 Run: ``.venv/bin/python -m bench.search_dev`` (the shipped ranker), or with a grid of
 ``SearchIndex`` arguments, each ``name=value,value,...``:
-``.venv/bin/python -m bench.search_dev prefix_factor=0,0.25,0.5 related_factor=0.25,0.5``.
+``.venv/bin/python -m bench.search_dev prefix_factor=0,0.25,0.5 related_factor=0.25,0.5``;
+or with ``--hybrid`` (and ``--weights 0.3,0.5``), the example hybrid of the index and WordLlama
+embeddings (``examples/embedding_search.py``) at each weight of the meaning, and the embedding
+alone (weight 1).
 
 It reads the ``dev`` half of ``search_eval/heldout.json`` and nothing of the test half, so it may
 be run as often as wanted (``bench_search.py`` prints the test half: run it once, at the end).
@@ -21,7 +24,7 @@ import argparse
 import hashlib
 import itertools
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from amends_toolkit.presentations._index import SearchIndex
 from bench.bench_search import _DEPTH, EVAL
@@ -43,12 +46,14 @@ def dev_queries() -> list[dict[str, object]]:
 
 
 def per_query(
-    index: SearchIndex, names: Sequence[str], queries: Sequence[dict[str, object]]
+    rank: Callable[[str, int], tuple[Sequence[int], int]],
+    names: Sequence[str],
+    queries: Sequence[dict[str, object]],
 ) -> Scores:
     out = []
     for entry in queries:
         right = set(entry["tools"])  # type: ignore[call-overload]
-        ranked = [names[p] for p in index.rank(str(entry["query"]), _DEPTH).positions]
+        ranked = [names[p] for p in rank(str(entry["query"]), _DEPTH)[0]]
         first = next((i for i, name in enumerate(ranked) if name in right), None)
         out.append(
             (
@@ -86,6 +91,12 @@ def cross_validated(settings: Sequence[Scores], queries: Sequence[dict[str, obje
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("grid", nargs="*", help="SearchIndex arguments: name=value,value,...")
+    parser.add_argument("--hybrid", action="store_true", help="the index and WordLlama, fused")
+    parser.add_argument(
+        "--weights",
+        default="0.3,0.4,0.45,0.5,0.55,0.6",
+        help="the meaning's weights, with --hybrid",
+    )
     args = parser.parse_args()
     axes = [
         (name, [float(v) for v in values.split(",")])
@@ -94,11 +105,20 @@ def main() -> None:
     tools = catalog.read().tools
     names = [tool.name for tool in tools]
     queries = dev_queries()
-    settings: dict[str, Scores] = {"shipped": per_query(SearchIndex(tools), names, queries)}
+    settings: dict[str, Scores] = {"shipped": per_query(SearchIndex(tools).rank, names, queries)}
     for values in itertools.product(*(v for _, v in axes)) if axes else ():
         chosen = dict(zip((name for name, _ in axes), values, strict=True))
         label = " ".join(f"{name}={value:g}" for name, value in chosen.items())
-        settings[label] = per_query(SearchIndex(tools, **chosen), names, queries)
+        settings[label] = per_query(SearchIndex(tools, **chosen).rank, names, queries)
+    if args.hybrid:
+        from examples.embedding_search import HybridRanker, wordllama_embed
+
+        embed = wordllama_embed()
+        for weight in [float(w) for w in args.weights.split(",")]:
+            ranker = HybridRanker(tools, embed, weight=weight)
+            settings[f"hybrid weight={weight:g}"] = per_query(ranker.rank, names, queries)
+        alone = HybridRanker(tools, embed, weight=1.0)
+        embedding = per_query(alone.rank, names, queries)
     apis = sorted({str(q["api"]) for q in queries})
     print(f"dev: {len(queries)} queries in {FOLDS} folds; recall@5 per fold, then per API")
     for label, scores in settings.items():
@@ -113,6 +133,12 @@ def main() -> None:
         print(
             f"cross-validated recall@5 of choosing among them: "
             f"{cross_validated(list(settings.values()), queries):.3f}"
+        )
+    if args.hybrid:
+        print(
+            f"{'the embedding alone':40} recall@5 {_mean([s[0] for s in embedding]):.3f}"
+            f"  recall@1 {_mean([s[1] for s in embedding]):.3f}"
+            f"  MRR {_mean([s[2] for s in embedding]):.3f}"
         )
 
 
