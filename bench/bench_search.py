@@ -12,7 +12,9 @@ gives for the real documents of the corpus, all searched at once), on three quer
 - ``in-repo``: ``search_eval/queries.json``, written from the operations' summaries.
 
 Rankers: plain BM25 (the issue's baseline), ours, and ours without one of its signals (the
-parameters, the other forms of a word, the summary field, the keywords, the kinds).
+parameters, the other forms of a word, the summary field, the keywords, the kinds); and, when
+``wordllama`` is installed (a dev dependency), the example hybrid of ours and WordLlama
+embeddings (``examples/embedding_search.py``), a ranker a host brings through ``ranker=``.
 
 Each is reported over all its queries (a query whose every answer the reader skips counts as a
 miss) and over the queries with an answer the reader keeps. Per ranker: recall@1 (the first
@@ -23,13 +25,15 @@ Speed: per-search time at the corpus's size and at 10,000 tools (the corpus copi
 perturbed), over queries of the catalog's commonest words (the worst case: every word has
 thousands of tools) and over the held-out queries, for ours and for a plain inverted index
 (the same postings, every one summed, in C-level passes); the first search of each query
-(cold: its words' postings not cached yet) and the median of later ones (warm).
+(cold: its words' postings not cached yet) and the median of later ones (warm). The hybrid's
+too, when it is there; its build embeds every tool.
 """
 
 from __future__ import annotations
 
 import argparse
 import heapq
+import importlib.util
 import json
 import math
 import random
@@ -37,6 +41,7 @@ import statistics
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
+from functools import partial
 from itertools import repeat
 from operator import add, neg
 from pathlib import Path
@@ -51,6 +56,17 @@ from bench.search_eval import catalog
 EVAL = Path(__file__).resolve().parent / "search_eval"
 _DEPTH = 20
 Rank = Callable[[str, int], Sequence[int]]
+
+
+def hybrid(tools: Sequence[Tool]) -> Rank | None:
+    """The example hybrid ranker (ours and WordLlama) over ``tools``, or ``None`` when
+    ``wordllama`` is not installed."""
+    if importlib.util.find_spec("wordllama") is None:
+        return None
+    from examples.embedding_search import HybridRanker
+
+    ranker = HybridRanker.with_wordllama(tools)
+    return lambda query, limit: ranker.rank(query, limit)[0]
 
 
 class PlainBM25:
@@ -248,6 +264,11 @@ def main() -> None:
         "ours: no kinds": _bind(SearchIndex(tools, kind_weight=0.0)),
         "ours (shipped)": _bind(shipped),
     }
+    with_embeddings = hybrid(tools)
+    if with_embeddings is None:
+        print("wordllama is not installed: no row for the hybrid\n")
+    else:
+        rankers["ours + WordLlama (hybrid)"] = with_embeddings
     quality: dict[str, dict[str, dict[str, float]]] = {}
     for label, rank in rankers.items():
         quality[label] = {}
@@ -264,6 +285,15 @@ def main() -> None:
         start = time.process_time()
         index = SearchIndex(subset)
         build = time.process_time() - start
+        searches: list[tuple[str, Callable[[str, int], object], float]] = [
+            ("ours", index.rank, build),
+            ("plain index", partial(plain_index, index), build),
+        ]
+        if with_embeddings is not None:
+            start = time.process_time()
+            fused = hybrid(subset)
+            assert fused is not None
+            searches.append(("hybrid", fused, time.process_time() - start))
         common = common_queries(index, subset, names=False)
         common_names = common_queries(index, subset, names=True)
         for label, texts in (
@@ -271,12 +301,9 @@ def main() -> None:
             ("common name words", common_names),
             ("held-out", heldout_texts),
         ):
-            for ranker, search in (
-                ("ours", index.rank),
-                ("plain index", lambda q, n, index=index: plain_index(index, q, n)),
-            ):
+            for ranker, search, built in searches:
                 speed[f"{size} tools, {label}, {ranker}"] = {
-                    "build": build,
+                    "build": built,
                     **latency(search, texts, args.runs),
                 }
         # the trick must not change an answer

@@ -108,16 +108,21 @@ class HybridRanker:
         for row in rows:
             # a kind the query asks for scores only the tools its words found
             into = lexical if row.finds else kinds
-            into[list(row.scores)] += list(row.scores.values())
+            count = len(row.scores)
+            into[np.fromiter(row.scores, np.intp, count)] += np.fromiter(
+                row.scores.values(), np.float64, count
+            )
         found = lexical > 0
         lexical += np.where(found, kinds, 0.0)
         combined = (1 - self._weight) * lexical / (lexical.max() or 1.0)
         asked = _unit(np.asarray(self._embed([query]), np.float32))[0]
-        similarity = self._vectors @ asked
+        # vecdot, not a BLAS product: BLAS's threads fight over a loaded machine's cores
+        # (ten times slower here), and a search already runs in a thread of its own
+        similarity = np.vecdot(self._vectors, asked)
         low, high = float(similarity.min()), float(similarity.max())
         if high > low:
             combined += self._weight * (similarity - low) / (high - low)
-        best = np.argsort(-combined, kind="stable")[:limit]
+        best = _best(combined, limit)
         best = best[combined[best] > 0]  # a tool that scores nothing does not match
         return [int(p) for p in best], int(found.sum()) + int((~found[best]).sum())
 
@@ -143,6 +148,16 @@ def wordllama_embed() -> Callable[[list[str]], NDArray[np.float32]]:
         return np.asarray(model.embed(texts), np.float32)
 
     return embed
+
+
+def _best(scores: NDArray[np.float64], limit: int) -> NDArray[np.intp]:
+    """The positions of the ``limit`` best scores, best first, ties in position order: those
+    from the ``limit``-th best value up (found without sorting them all), sorted stably."""
+    candidates = np.arange(len(scores))
+    if limit < len(scores):
+        least = np.partition(scores, len(scores) - limit)[len(scores) - limit]
+        candidates = np.flatnonzero(scores >= least)
+    return candidates[np.argsort(-scores[candidates], kind="stable")][:limit]
 
 
 def _unit(vectors: NDArray[np.float32]) -> NDArray[np.float32]:
