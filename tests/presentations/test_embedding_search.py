@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
 from typing import TYPE_CHECKING
 
+import attrs
 import numpy as np
 import pytest
 from examples.embedding_search import HybridRanker, tool_text
@@ -81,8 +86,10 @@ def letters(texts: list[str]) -> NDArray[np.float32]:
 
 
 def test_at_weight_zero_the_hybrid_ranks_as_the_built_in_index() -> None:
-    tools = list(toolkit().tools.values())
-    for query in ("get a guild", "catalog information", "list"):
+    # every tool read-only, so a query's intent ("show") asks for the kind of all of them
+    reading = at.Annotations(read_only=True)
+    tools = [attrs.evolve(tool, annotations=reading) for tool in toolkit().tools.values()]
+    for query in ("get a guild", "catalog information", "list", "show a guild"):
         words = SearchIndex(tools).rank(query, 3)
         assert HybridRanker(tools, letters, weight=0.0).rank(query, 3) == (
             list(words.positions),
@@ -119,3 +126,18 @@ def test_the_embedded_text_is_bounded_and_leaves_the_source_prefix_out() -> None
 def test_a_weight_outside_zero_to_one_is_refused(weight: float) -> None:
     with pytest.raises(ValueError, match="weight must be from 0 to 1"):
         HybridRanker([], letters, weight=weight)
+
+
+def test_loading_wordllama_leaves_the_root_logger_as_it_was() -> None:
+    # in a process of its own: wordllama configures logging once, when first imported
+    code = (
+        "import logging\n"
+        "from examples.embedding_search import wordllama_embed\n"
+        "embed = wordllama_embed()\n"
+        "root = logging.getLogger()\n"
+        "assert root.handlers == [] and root.level == logging.WARNING, root\n"
+        "assert embed(['a tool']).shape == (1, 256)\n"
+    )
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root / "src"), str(root)])}
+    subprocess.run([sys.executable, "-c", code], check=True, env=env, timeout=60)
