@@ -1,1 +1,2 @@
-"""Runnable examples, each ``python -m examples.<name>`` from the repository's root; not part of the package."""
+"""Runnable examples: ``python -m examples.<name>`` from the repository's root (no part of
+the package)."""
