@@ -14,7 +14,7 @@ gives for the real documents of the corpus, all searched at once), on three quer
 Rankers: plain BM25 (the issue's baseline), ours, and ours without one of its signals (the
 parameters, the other forms of a word, the summary field, the keywords, the kinds); and, when
 ``wordllama`` is installed (a dev dependency), the example hybrid of ours and WordLlama
-embeddings (``examples/embedding_search.py``), a ranker a host brings through ``ranker=``.
+embeddings (``at.presentation.HybridRanker``), a ranker a host brings through ``ranker=``.
 
 Each is reported over all its queries (a query whose every answer the reader skips counts as a
 miss) and over the queries with an answer the reader keeps. Per ranker: recall@1 (the first
@@ -63,7 +63,7 @@ def hybrid(tools: Sequence[Tool]) -> Rank | None:
     ``wordllama`` is not installed."""
     if importlib.util.find_spec("wordllama") is None:
         return None
-    from examples.embedding_search import HybridRanker
+    from amends_toolkit.presentations._hybrid import HybridRanker
 
     ranker = HybridRanker.with_wordllama(tools)
     return lambda query, limit: ranker.rank(query, limit)[0]

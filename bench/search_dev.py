@@ -4,7 +4,7 @@ Run: ``.venv/bin/python -m bench.search_dev`` (the shipped ranker), or with a gr
 ``SearchIndex`` arguments, each ``name=value,value,...``:
 ``.venv/bin/python -m bench.search_dev prefix_factor=0,0.25,0.5 related_factor=0.25,0.5``;
 or with ``--hybrid`` (and ``--weights 0.3,0.5``), the example hybrid of the index and WordLlama
-embeddings (``examples/embedding_search.py``) at each weight of the meaning, and the embedding
+embeddings (``at.presentation.HybridRanker``) at each weight of the meaning, and the embedding
 alone (weight 1).
 
 It reads the ``dev`` half of ``search_eval/heldout.json`` and nothing of the test half, so it may
@@ -111,7 +111,7 @@ def main() -> None:
         label = " ".join(f"{name}={value:g}" for name, value in chosen.items())
         settings[label] = per_query(SearchIndex(tools, **chosen).rank, names, queries)
     if args.hybrid:
-        from examples.embedding_search import HybridRanker, wordllama_embed
+        from amends_toolkit.presentations._hybrid import HybridRanker, wordllama_embed
 
         embed = wordllama_embed()
         for weight in [float(w) for w in args.weights.split(",")]:

@@ -63,3 +63,18 @@ async def test_monty_without_its_package_names_the_extra(monkeypatch: pytest.Mon
 def test_a_missing_module_that_is_not_the_extras_is_left_as_it_is() -> None:
     error = ModuleNotFoundError("No module named 'something_else'", name="something_else")
     assert missing_extra(error, extra="monty", modules=("pydantic_monty",), needed_by="x") is error
+
+
+@pytest.mark.parametrize("missing", ["numpy", "wordllama"])
+def test_the_hybrid_ranker_without_its_packages_names_the_extra(
+    monkeypatch: pytest.MonkeyPatch, missing: str
+) -> None:
+    if missing == "wordllama":
+        monkeypatch.delitem(sys.modules, "wordllama", raising=False)
+    hide(monkeypatch, missing)
+    with pytest.raises(ModuleNotFoundError) as caught:
+        at.presentation.HybridRanker.with_wordllama([])
+    assert str(caught.value) == (
+        f"at.presentation.HybridRanker needs the 'embeddings' extra ({missing} is not installed): "
+        "pip install 'amends-toolkit[embeddings]'"
+    )

@@ -31,7 +31,10 @@ def test_every_name_the_architecture_binds_is_reachable() -> None:
         (at.http, ["Operation", "RequestTemplate", "Param", "make"]),
         (at.openapi, ["read_operations"]),
         (at.catalog, ["dump", "load"]),
-        (at.presentation, ["call", "restrict", "merge"]),
+        (
+            at.presentation,
+            ["call", "restrict", "merge", "SearchIndex", "ToolRanker", "HybridRanker"],
+        ),
         (at.adapters, ["openai_tools", "anthropic_tools", "mcp_server"]),
         (conformance, ["Fixture", "run"]),
     ]:
@@ -43,7 +46,7 @@ def test_importing_the_package_loads_no_optional_dependency() -> None:
     script = (
         "import sys, amends_toolkit as at; "
         "print(sorted(m for m in ('mcp', 'fastmcp', 'pydantic_ai', 'pydantic_monty', 'yaml', "
-        "'openai', 'anthropic') if m in sys.modules))"
+        "'openai', 'anthropic', 'numpy', 'wordllama') if m in sys.modules))"
     )
     loaded = subprocess.run(
         [sys.executable, "-c", script], capture_output=True, text=True, check=True

@@ -1,4 +1,4 @@
-"""The example hybrid ranker (examples/embedding_search.py) through ``at.tool_search``'s seam."""
+"""The hybrid ranker (``at.presentation.HybridRanker``) through ``at.tool_search``'s seam."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING
 import attrs
 import numpy as np
 import pytest
-from examples.embedding_search import HybridRanker, tool_text
 
 import amends_toolkit as at
+from amends_toolkit.presentations._hybrid import HybridRanker, tool_text
 from amends_toolkit.presentations._index import SearchIndex
 
 from .sources import Recording, allow_all, define
@@ -132,12 +132,12 @@ def test_loading_wordllama_leaves_the_root_logger_as_it_was() -> None:
     # in a process of its own: wordllama configures logging once, when first imported
     code = (
         "import logging\n"
-        "from examples.embedding_search import wordllama_embed\n"
+        "from amends_toolkit.presentations._hybrid import wordllama_embed\n"
         "embed = wordllama_embed()\n"
         "root = logging.getLogger()\n"
         "assert root.handlers == [] and root.level == logging.WARNING, root\n"
         "assert embed(['a tool']).shape == (1, 256)\n"
     )
     root = Path(__file__).resolve().parents[2]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root / "src"), str(root)])}
+    env = {**os.environ, "PYTHONPATH": str(root / "src")}
     subprocess.run([sys.executable, "-c", code], check=True, env=env, timeout=60)

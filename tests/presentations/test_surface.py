@@ -4,11 +4,11 @@ import amends_toolkit as at
 from amends_toolkit import presentation, presentations
 
 
-def test_the_presentation_facade_holds_call_restrict_and_merge() -> None:
-    assert presentation.__all__ == ("call", "merge", "restrict")
-    assert at.presentation.call is presentations.call
-    assert at.presentation.restrict is presentations.restrict
-    assert at.presentation.merge is presentations.merge
+def test_the_presentation_facade_holds_call_restrict_merge_and_the_rankers() -> None:
+    names = ("HybridRanker", "SearchIndex", "ToolRanker", "call", "merge", "restrict")
+    assert presentation.__all__ == names
+    for name in names:
+        assert getattr(at.presentation, name) is getattr(presentations, name)
 
 
 def test_tool_search_is_host_facing() -> None:

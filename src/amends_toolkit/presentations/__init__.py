@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from amends_toolkit.presentations._code import ApprovalMode, CodeTools, code_mode
+from amends_toolkit.presentations._hybrid import HybridRanker
+from amends_toolkit.presentations._index import SearchIndex, ToolRanker
 from amends_toolkit.presentations._presentation import call, merge, restrict
 from amends_toolkit.presentations._runtimes import (
     Approval,
@@ -24,11 +26,14 @@ __all__ = (
     "CodeRuntime",
     "CodeTools",
     "Finished",
+    "HybridRanker",
     "InProcessRuntime",
     "MontyRuntime",
     "Paused",
     "PendingCall",
+    "SearchIndex",
     "ToolError",
+    "ToolRanker",
     "call",
     "code_mode",
     "merge",

@@ -1,8 +1,9 @@
 """Tool search by words and by meaning: the built-in index fused with a text embedding.
 
-A ranker for ``at.tool_search(toolkit, ranker=...)``. The built-in index matches words; an
-embedding also finds a tool whose words the query lacks ("musician" for *artist*). Each tool is
-embedded once, when the ranker is built; a search embeds its query and scores every tool by
+:class:`HybridRanker` is a :class:`~amends_toolkit.ToolRanker` for ``at.tool_search(toolkit,
+ranker=...)``. The built-in index matches words; an embedding also finds a tool whose words the
+query lacks ("musician" for *artist*). Each tool is embedded once, when the ranker is built; a
+search embeds its query and scores every tool by
 
     (1 - weight) * words + weight * meaning
 
@@ -13,31 +14,29 @@ of scores gained most on the development half of ``bench/search_eval/heldout.jso
 fusions tried (``bench/search_eval/README.md``): reciprocal rank fusion and re-ranking the index's
 best by the embedding lost recall there.
 
-``HybridRanker(tools, embed)`` takes any function from texts to vectors (one row per text).
-``HybridRanker.with_wordllama(tools)`` uses WordLlama (``pip install wordllama``, MIT licence),
-whose static token embeddings ship inside its wheel: no download, no GPU, and the same vectors
-on every run. Try it over the tools of the bench's OpenAPI corpus (from the repository's root)::
-
-    python -m examples.embedding_search "albums of a musician"
+``HybridRanker(tools, embed)`` takes any function from texts to vectors (one row per text);
+``HybridRanker.with_wordllama(tools)`` uses WordLlama (MIT licence), whose static token
+embeddings ship inside its wheel: no download, no GPU, and the same vectors on every run. Both
+need the ``embeddings`` extra (numpy, and wordllama for the second):
+``pip install 'amends-toolkit[embeddings]'``.
 """
 
 from __future__ import annotations
 
 import logging
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import numpy as np
-
+from amends_toolkit._extras import missing_extra
 from amends_toolkit.presentations._index import SearchIndex, summary, words
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
+    import numpy as np
     from numpy.typing import ArrayLike, NDArray
 
-    import amends_toolkit as at
+    from amends_toolkit.runtime import Tool
 
 __all__ = ("WEIGHT", "HybridRanker", "tool_text", "wordllama_embed")
 
@@ -50,7 +49,7 @@ _MAX_TEXT = 2_000
 text at once, and a description may be as long as its source likes."""
 
 
-def tool_text(tool: at.Tool) -> str:
+def tool_text(tool: Tool) -> str:
     """What is embedded of a tool: the words of its name (the source's prefix left out: it names
     the API, not what the tool does) and its description's first paragraph when it has several
     (an OpenAPI summary: what the tool does, where the rest says how), else the description."""
@@ -69,13 +68,17 @@ class HybridRanker:
 
     def __init__(
         self,
-        tools: Sequence[at.Tool],
+        tools: Sequence[Tool],
         embed: Callable[[list[str]], ArrayLike],
         *,
         weight: float = WEIGHT,
     ) -> None:
         if not 0.0 <= weight <= 1.0:
             raise ValueError(f"weight must be from 0 to 1, not {weight!r}")
+        try:
+            import numpy as np
+        except ModuleNotFoundError as error:
+            raise _missing(error) from None
         self._index = SearchIndex(tools)
         self._embed = embed
         self._weight = weight
@@ -83,7 +86,7 @@ class HybridRanker:
         self._vectors = _unit(np.asarray(embed(texts), np.float32)) if texts else None
 
     @classmethod
-    def with_wordllama(cls, tools: Sequence[at.Tool], *, weight: float = WEIGHT) -> HybridRanker:
+    def with_wordllama(cls, tools: Sequence[Tool], *, weight: float = WEIGHT) -> HybridRanker:
         """The ranker over WordLlama's embeddings (see :func:`wordllama_embed`)."""
         return cls(tools, wordllama_embed(), weight=weight)
 
@@ -98,6 +101,8 @@ class HybridRanker:
         """
         if limit < 1:
             raise ValueError(f"limit must be at least 1, not {limit}")
+        import numpy as np  # there since the ranker was built
+
         rows = self._index.terms(query)
         if not rows or self._vectors is None:
             positions, matched = self._index.rank(query, limit)
@@ -134,7 +139,10 @@ def wordllama_embed() -> Callable[[list[str]], NDArray[np.float32]]:
     root = logging.getLogger()
     handlers, level = list(root.handlers), root.level
     try:
+        import numpy as np
         import wordllama
+    except ModuleNotFoundError as error:
+        raise _missing(error) from None
     finally:
         root.handlers[:] = handlers
         root.setLevel(level)
@@ -153,6 +161,8 @@ def wordllama_embed() -> Callable[[list[str]], NDArray[np.float32]]:
 def _best(scores: NDArray[np.float64], limit: int) -> NDArray[np.intp]:
     """The positions of the ``limit`` best scores, best first, ties in position order: those
     from the ``limit``-th best value up (found without sorting them all), sorted stably."""
+    import numpy as np
+
     candidates = np.arange(len(scores))
     if limit < len(scores):
         least = np.partition(scores, len(scores) - limit)[len(scores) - limit]
@@ -162,6 +172,8 @@ def _best(scores: NDArray[np.float64], limit: int) -> NDArray[np.intp]:
 
 def _unit(vectors: NDArray[np.float32]) -> NDArray[np.float32]:
     """Each row scaled to length 1; a row of zeros (a text of no known token) stays zeros."""
+    import numpy as np
+
     vectors = np.nan_to_num(vectors.reshape(len(vectors), -1))
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
     unit: NDArray[np.float32] = np.divide(
@@ -170,20 +182,10 @@ def _unit(vectors: NDArray[np.float32]) -> NDArray[np.float32]:
     return unit
 
 
-def main() -> None:
-    from bench.search_eval import catalog
-
-    tools = catalog.read().tools
-    query = " ".join(sys.argv[1:]) or "albums of a musician"
-    for label, ranker in (
-        ("words", SearchIndex(tools)),
-        ("words and meaning", HybridRanker.with_wordllama(tools)),
-    ):
-        positions, matched = ranker.rank(query, 5)
-        print(f"{label} ({matched} of {len(tools)} match):")
-        for position in positions:
-            print(f"  {tools[position].name}")
-
-
-if __name__ == "__main__":
-    main()
+def _missing(error: ModuleNotFoundError) -> ModuleNotFoundError:
+    return missing_extra(
+        error,
+        extra="embeddings",
+        modules=("numpy", "wordllama"),
+        needed_by="at.presentation.HybridRanker",
+    )

@@ -1,2 +1,0 @@
-"""Runnable examples: ``python -m examples.<name>`` from the repository's root (no part of
-the package)."""
