@@ -51,7 +51,12 @@ from amends_toolkit.runtime._actor import Actor, described
 from amends_toolkit.runtime._mailbox import Mailbox
 from amends_toolkit.runtime._messages import waiters
 from amends_toolkit.runtime._ref import ActorRef
-from amends_toolkit.runtime._source import NormalExit, ToolSource, is_source
+from amends_toolkit.runtime._source import (
+    NormalExit,
+    ToolSource,
+    honours_cancellation,
+    is_source,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Coroutine
@@ -184,6 +189,7 @@ class Runtime:
         mailbox_size: int = 256,
         call_timeout: float | None = None,
         restart: Restart = _RESTART,
+        inline: bool | None = None,
     ) -> ActorRef:
         """Start a child for ``source`` and return its ref, itself a ToolSource.
 
@@ -196,6 +202,14 @@ class Runtime:
             mailbox_size: Requests that wait; beyond it a caller waits to send (backpressure).
             call_timeout: Seconds a request may take before it ends as ``UnavailableError``.
             restart: When a child that ends by itself is restarted.
+            inline: Run a call in its caller's own task when the actor has room for it (it
+                runs, nothing waits in its mailbox nor to be put in it, and fewer than
+                ``max_concurrency`` calls run), saving the two hops through the mailbox; else
+                the call goes through the mailbox, in order. ``None``: inline when the source
+                declares ``honours_cancellation = True``, as every built-in source does. An
+                inline call is cancelled by its deadline, a stop or a crash as a worker's is,
+                but no ``grace`` frees its caller from a source that ignores cancellation; a
+                ``BaseException`` that is no cancellation (``KeyboardInterrupt``) reaches it.
 
         Raises:
             ValueError: a bad option (a programmer's mistake, raised at once).
@@ -214,6 +228,10 @@ class Runtime:
             raise ValueError("call_timeout must be positive, or None for no timeout")
         if not isinstance(restart, Restart):
             raise TypeError(f"restart must be an at.Restart, not {restart!r}")
+        if inline is not None and not isinstance(inline, bool):
+            raise TypeError(
+                f"inline must be True, False or None (the source decides), not {inline!r}"
+            )
         factory: SourceFactory | None = None
         if not is_source(source):
             if not callable(source):
@@ -223,9 +241,17 @@ class Runtime:
                 )
             factory = source
             source = _built(factory)
+        if inline is None:
+            inline = honours_cancellation(source)
         make = waiters()
         mailbox = Mailbox(mailbox_size, make)
-        actor = Actor(name=source.name, mailbox=mailbox, max_concurrency=max_concurrency)
+        actor = Actor(
+            name=source.name,
+            mailbox=mailbox,
+            waiters=make,
+            max_concurrency=max_concurrency,
+            grace=self._grace,
+        )
         ref = ActorRef(
             name=source.name,
             mailbox=mailbox,
@@ -233,6 +259,7 @@ class Runtime:
             call_timeout=call_timeout,
             grace=self._grace,
             statistics=actor.statistics,
+            inline=actor.inline if inline else None,
         )
         child = _Child(actor=actor, ref=ref, first=source, factory=factory, restart=restart)
         self._children[ref] = child
