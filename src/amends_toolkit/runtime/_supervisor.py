@@ -11,22 +11,30 @@ Rules of the runtime:
 What happens           What the caller gets
 =====================  ======================================================================
 a call runs            its own answer; calls run concurrently, up to ``max_concurrency``
+the actor has room     (``inline``, on for a source that declares ``honours_cancellation``)
+                       the call runs in the caller's own task, with the same answers as below;
+                       else, or while anything waits in the mailbox, it goes through the
+                       mailbox in order; ``max_concurrency`` bounds both kinds together
 the source fails       the ``ToolSourceError`` it raised
 a defect in a call     ``UnknownError`` ("the source failed"), logged with its traceback; the
                        actor keeps serving
 the deadline passes    ``UnavailableError``; the call is cancelled inside the actor; a caller
                        waits at most ``grace`` longer for a source that ignores cancellation
+                       (one through the mailbox: an inline call holds its caller)
 the caller is          its call is cancelled inside the actor, or never starts if it still
 cancelled              waits in the mailbox; nothing is reported
-the actor crashes      running calls get ``UnavailableError``; a ``permanent`` or
-                       ``transient`` child is restarted from fresh state, and queued calls
-                       wait for the new incarnation
+an inline call raises  (one that is no cancellation: ``KeyboardInterrupt``, ``SystemExit``)
+a ``BaseException``    it reaches its caller as it was raised
+the actor crashes      running calls (inline ones too) get ``UnavailableError`` with the
+                       crash's cause; the source's lifespan is left once its inline calls are
+                       over (at most ``grace``); a ``permanent`` or ``transient`` child is
+                       restarted from fresh state, and queued calls wait for the new incarnation
 it ends by itself      (``NormalExit``) only a ``permanent`` child is restarted
 more than              the supervisor gives up (a ``temporary`` child at its first crash):
 ``intensity`` crashes  every queued and later call gets ``UnavailableError``, never a hang,
 within ``period``      and the runtime's ``on_give_up`` hears of it
 the child is stopped   (``runtime.stop(ref)``, or the runtime stops) every queued and running
-                       call gets ``UnavailableError``; the runtime forgets the child
+                       call (inline too) gets ``UnavailableError``; the runtime forgets the child
 it ignores a stop      after ``grace`` it is abandoned: its callers are answered, the runtime
                        forgets it and logs ``actor.abandoned`` naming it
 the mailbox is full    the caller waits to send (backpressure), within its own cancel scope
