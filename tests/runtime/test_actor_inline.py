@@ -74,6 +74,36 @@ class Lingering(Crashing):
         return await super().call(tool, input)
 
 
+class Dying(Honouring):
+    """``die`` fails as a call to a server process that just died does: it crashes the lifespan
+    (cancelling its body at once) and answers its caller in the same step. Calls record the
+    incarnation they ran in."""
+
+    def __init__(self) -> None:
+        super().__init__("dying")
+        self.entered = 0
+        self.ran_in: list[int] = []
+        self.scope: anyio.CancelScope | None = None
+
+    @asynccontextmanager
+    async def lifespan(self) -> AsyncIterator[None]:
+        self.entered += 1
+        died = self.died = anyio.Event()
+        with anyio.CancelScope() as self.scope:
+            yield
+        if died.is_set():
+            raise OSError("the process died")
+
+    async def call(self, tool: str, input: at.JsonObject) -> at.JsonValue:
+        self.ran_in.append(self.entered)
+        if tool == "die":
+            assert self.scope is not None
+            self.died.set()
+            self.scope.cancel()
+            raise at.UnavailableError(source=self.name, message="the process died")
+        return await super().call(tool, input)
+
+
 class Halt(BaseException):
     """Neither an Exception nor a cancellation, as KeyboardInterrupt."""
 
@@ -358,3 +388,25 @@ async def test_an_inline_call_that_ignores_cancellation_is_left_to_its_caller_af
     finally:
         source.release.set()
     assert "actor.calls_left" in [r.getMessage() for r in caplog.records]
+
+
+async def a_call_after_a_crash_waits_for_the_next_incarnation() -> None:
+    source = Dying()
+    async with Runtime() as runtime:
+        ref = await running(runtime, source)
+        with pytest.raises(at.UnavailableError, match="the process died"):
+            await ref.call("die", {})
+        # The crash is under way, though the actor has not run since: this call must not start
+        # in the incarnation that is ending.
+        assert await ref.call("echo", {"text": "next"}) == {"text": "next"}
+        assert source.ran_in == [1, 2]
+        assert ref.statistics().restarts == 1
+
+
+async def test_a_call_made_as_its_incarnation_crashes_runs_in_the_next_one() -> None:
+    await a_call_after_a_crash_waits_for_the_next_incarnation()
+
+
+@pytest.mark.virtual_clock
+async def test_on_trio_a_call_made_as_its_incarnation_crashes_runs_in_the_next_one() -> None:
+    await a_call_after_a_crash_waits_for_the_next_incarnation()

@@ -7,7 +7,9 @@ scope for its life: a caller that leaves, or a deadline that passes, cancels the
 runs, and the worker then hands its place to a fresh one.
 
 An actor spawned ``inline`` runs a call in its caller's own task when it has room for it: the
-incarnation runs, nothing waits in the mailbox or to be put in it, and a slot is free. That saves
+incarnation runs, nothing waits in the mailbox or to be put in it, a slot is free, and a worker
+waits for a request (not cancelled: a crash of the incarnation cancels it at once, so no call
+starts inline in an incarnation that is ending, as none starts in a worker). That saves
 the two hops through the mailbox (caller to worker and back); the call has a cancel scope of its
 own, with its deadline, which a stop or the incarnation's end cancels as a worker's. Slots
 (``max_concurrency`` of them) bound inline calls and worker calls together: a worker that took a
@@ -153,7 +155,7 @@ class Actor:
             life is None
             or not life.open
             or self._stopping
-            or not self.mailbox.idle
+            or not self.mailbox.ready
             or not life.slots.take_now()
         ):
             return None

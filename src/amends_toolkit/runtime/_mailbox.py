@@ -45,9 +45,16 @@ class Mailbox:
         return len(self._queue)
 
     @property
-    def idle(self) -> bool:
-        """Whether no request waits in the mailbox and no caller waits to put one."""
-        return not self._queue and not self._putters
+    def ready(self) -> bool:
+        """Whether nothing waits in the mailbox nor to be put in it, and a worker waits for a
+        request, not cancelled: a crash or a stop of its incarnation cancels its waiter at once,
+        before any task runs again."""
+        return (
+            not self._queue
+            and not self._putters
+            and bool(self._getters)
+            and not self._getters[0].done()
+        )
 
     @property
     def closed(self) -> bool:

@@ -43,23 +43,34 @@ class Waiter(Protocol):
 
 
 class _EventWaiter:
-    """A waiter over ``anyio.Event``, for a backend other than asyncio (trio)."""
+    """A waiter over ``anyio.Event``, for a backend other than asyncio (trio).
 
-    __slots__ = ("_event",)
+    Like an asyncio future awaited by a task that is cancelled, it is cancelled (and done) as
+    soon as the scope of the task waiting on it is: trio takes a cancelled task off the event
+    at once, before the task runs again.
+    """
+
+    __slots__ = ("_event", "_waited")
 
     def __init__(self) -> None:
         self._event = anyio.Event()
+        self._waited = False
 
     def done(self) -> bool:
-        return self._event.is_set()
+        return self._event.is_set() or self.cancelled()
 
     def cancelled(self) -> bool:
-        return False
+        return (
+            self._waited
+            and not self._event.is_set()
+            and self._event.statistics().tasks_waiting == 0
+        )
 
     def set_result(self, result: None, /) -> None:
         self._event.set()
 
     def __await__(self) -> Generator[object, None, object]:
+        self._waited = True
         return self._event.wait().__await__()
 
 
