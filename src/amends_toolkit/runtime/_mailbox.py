@@ -96,6 +96,8 @@ class Mailbox:
                 raise anyio.EndOfStream
             waiter = self._new()
             self._getters.append(waiter)
+            # A caller that waits to put (in a mailbox of size 0) can now hand its request over.
+            _wake(self._putters)
             try:
                 await waiter
             except BaseException:
