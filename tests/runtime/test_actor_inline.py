@@ -410,3 +410,55 @@ async def test_a_call_made_as_its_incarnation_crashes_runs_in_the_next_one() -> 
 @pytest.mark.virtual_clock
 async def test_on_trio_a_call_made_as_its_incarnation_crashes_runs_in_the_next_one() -> None:
     await a_call_after_a_crash_waits_for_the_next_incarnation()
+
+
+async def test_a_caller_given_a_free_slot_still_waits_behind_a_queued_request() -> None:
+    # asyncio only: it orders the tasks by when they were woken, as this test needs.
+    source = Opening()
+    async with Runtime() as runtime:
+        ref = await runtime.spawn(source, max_concurrency=2)
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(ask, ref, "echo", "early")
+            tasks.start_soon(ask, ref, "echo", "early")
+            await anyio.wait_all_tasks_blocked()
+            source.opened.set()
+            await anyio.wait_all_tasks_blocked()  # two workers now wait for requests
+
+            async def hold_then_ask(then: str | None) -> None:
+                await ask(ref, "wait", "held")
+                if then is not None:
+                    await ask(ref, "echo", then)
+
+            tasks.start_soon(hold_then_ask, "later")
+            tasks.start_soon(hold_then_ask, None)
+            await anyio.wait_all_tasks_blocked()
+            assert source.texts[-2:] == ["held", "held"]  # inline, holding both slots
+            source.release.set()  # wakes both holders, to run after this task
+            # No room yet: `queued` goes through the mailbox; the first holder then gives its
+            # slot back and asks `later` before any worker has taken `queued`.
+            await ask(ref, "echo", "queued")
+        assert source.texts[-2:] == ["queued", "later"]
+
+
+@pytest.mark.virtual_clock
+async def test_a_stop_answers_a_request_waiting_for_a_slot_and_never_runs_it() -> None:
+    source = Honouring()
+    outcomes: dict[str, str] = {}
+
+    async def call(tool: str, text: str) -> None:
+        with pytest.raises(at.UnavailableError) as raised:
+            await ref.call(tool, {"text": text})
+        outcomes[text] = str(raised.value)
+
+    async with Runtime() as runtime:
+        ref = await running(runtime, source, max_concurrency=1)
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(call, "wait", "inline")
+            await anyio.wait_all_tasks_blocked()
+            tasks.start_soon(call, "echo", "held")
+            await anyio.wait_all_tasks_blocked()
+            assert ref.statistics().queued == 1  # a worker holds it, waiting for the slot
+            await runtime.stop(ref)
+    assert source.texts == ["inline"]
+    assert "stopped while the call ran" in outcomes["inline"]
+    assert "the source is stopped" in outcomes["held"]
