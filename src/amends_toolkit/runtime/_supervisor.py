@@ -211,13 +211,14 @@ class Runtime:
             call_timeout: Seconds a request may take before it ends as ``UnavailableError``.
             restart: When a child that ends by itself is restarted.
             inline: Run a call in its caller's own task when the actor has room for it (it
-                runs, nothing waits in its mailbox nor to be put in it, and fewer than
-                ``max_concurrency`` calls run), saving the two hops through the mailbox; else
-                the call goes through the mailbox, in order. ``None``: inline when the source
-                declares ``honours_cancellation = True``, as every built-in source does. An
-                inline call is cancelled by its deadline, a stop or a crash as a worker's is,
-                but no ``grace`` frees its caller from a source that ignores cancellation; a
-                ``BaseException`` that is no cancellation (``KeyboardInterrupt``) reaches it.
+                runs, a worker is free, nothing waits in its mailbox nor to be put in it, and
+                fewer than ``max_concurrency`` calls run), saving the two hops through the
+                mailbox; else the call goes through the mailbox, in order. ``None``: inline
+                when the source declares ``honours_cancellation = True``, as every built-in
+                source does. An inline call is cancelled by its deadline, a stop or a crash as a
+                worker's is, but no ``grace`` frees its caller from a source that ignores
+                cancellation; a ``BaseException`` that is no cancellation
+                (``KeyboardInterrupt``, ``SystemExit``) reaches the caller.
 
         Raises:
             ValueError: a bad option (a programmer's mistake, raised at once).
