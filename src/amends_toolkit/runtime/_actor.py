@@ -174,7 +174,8 @@ class Actor:
             life.slots.give_back()
             if life.drained is not None and not life.running:
                 life.drained.set()
-            # Only the caller's own cancellation (or a BaseException) leaves it unanswered else.
+            # Unanswered with its scope not cancelled: the caller's own cancellation, or a
+            # BaseException, which propagate as they are.
             if not request.done and scope.cancel_called:
                 self._unanswered(life, request, cancelled=True)
         if request.done:
