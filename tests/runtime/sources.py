@@ -18,7 +18,8 @@ SCHEMA: JsonObject = {"type": "object", "properties": {"text": {"type": "string"
 
 class Scripted:
     """``echo`` answers its text; ``wait`` waits for ``release``; ``boom`` is a defect;
-    ``fail`` raises CallFailedError; ``stubborn`` ignores cancellation until ``release``."""
+    ``fail`` raises CallFailedError; ``stubborn`` ignores cancellation until ``release``. Each call
+    records its tool, its text and the task it ran in."""
 
     def __init__(self, name: str = "scripted") -> None:
         self.name = name
@@ -26,6 +27,8 @@ class Scripted:
         self.started = 0
         self.cancelled = 0
         self.calls: list[str] = []
+        self.texts: list[object] = []
+        self.tasks: list[int] = []
         self.discovers = 0
 
     async def discover(self) -> Sequence[at.ToolDefinition]:
@@ -37,6 +40,8 @@ class Scripted:
 
     async def call(self, tool: str, input: JsonObject) -> JsonValue:
         self.calls.append(tool)
+        self.texts.append(input.get("text"))
+        self.tasks.append(anyio.get_current_task().id)
         if tool == "echo":
             return {"text": input.get("text")}
         if tool == "wait":
@@ -57,6 +62,13 @@ class Scripted:
                 await self.release.wait()
             return "late"
         raise at.NotFoundError(source=self.name, message=f"no tool {tool}")
+
+
+class Honouring(Scripted):
+    """A scripted source that declares it honours cancellation, as every built-in source does
+    (its ``stubborn`` tool does not, for the tests of what a false declaration costs)."""
+
+    honours_cancellation = True
 
 
 class Crashing(Scripted):

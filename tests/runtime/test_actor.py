@@ -259,3 +259,24 @@ async def test_a_stopped_actor_is_stopped_once_and_answers_unavailable() -> None
         assert runtime.children() == ()
         with pytest.raises(at.UnavailableError):
             await ref.call("echo", {})
+
+
+@pytest.mark.virtual_clock
+async def test_a_caller_waiting_to_send_to_a_mailbox_of_size_0_is_served_by_a_free_worker() -> None:
+    source = Scripted()
+    answers: list[object] = []
+
+    async def echo(ref: ActorRef) -> None:
+        answers.append(await ref.call("echo", {"text": "after"}))
+
+    async with Runtime() as runtime:
+        ref = await runtime.spawn(source, max_concurrency=1, mailbox_size=0)
+        with anyio.fail_after(10):  # broken, it would wait for ever: fail instead
+            async with anyio.create_task_group() as tasks:
+                tasks.start_soon(ref.call, "wait", {})
+                await anyio.wait_all_tasks_blocked()
+                tasks.start_soon(echo, ref)  # the one worker is busy: it waits to send
+                await anyio.wait_all_tasks_blocked()
+                assert answers == []
+                source.release.set()
+    assert answers == [{"text": "after"}]

@@ -355,14 +355,16 @@ class Reporting:
         return {"listened": on_progress is not None}
 
 
-async def test_progress_crosses_the_actor_to_the_session_that_asked_for_it() -> None:
+@pytest.mark.parametrize("inline", [False, True])
+async def test_progress_crosses_the_actor_to_the_session_that_asked_for_it(inline: bool) -> None:
     told: list[tuple[str, at.Progress]] = []
 
     async def on_progress(name: str, progress: at.Progress) -> None:
         told.append((name, progress))
 
     async with at.Runtime() as runtime:
-        ref = await runtime.spawn(Reporting())
+        ref = await runtime.spawn(Reporting(), inline=inline)
+        await anyio.wait_all_tasks_blocked()  # running: with room, a call runs inline
         kit = at.assemble([at.Member(ref, await ref.discover())], allow_all)
         async with at.Session(kit, approve=never_asked, on_progress=on_progress) as session:
             assert await session.call("job__work", {}) == {"listened": True}

@@ -155,6 +155,9 @@ def client_error(error: BaseException) -> type[ToolSourceError] | None:
 class HttpSource:
     """A source of HTTP operations; build it with :func:`make`."""
 
+    honours_cancellation = True
+    """A cancelled call ends at once (its cleanup bounded): an actor may run it inline."""
+
     def __init__(
         self,
         *,

@@ -162,6 +162,9 @@ class _Live:
 class McpHttpSource:
     """An MCP server over Streamable HTTP as a tool source; build it with ``at.mcp.http``."""
 
+    honours_cancellation = True
+    """A cancelled call ends at once (its cleanup bounded): an actor may run it inline."""
+
     def __init__(
         self,
         *,

@@ -83,6 +83,9 @@ class _Live:
 class McpStdioSource:
     """An MCP server run as a subprocess, as a tool source; build it with ``at.mcp.stdio``."""
 
+    honours_cancellation = True
+    """A cancelled call ends at once (its cleanup bounded): an actor may run it inline."""
+
     def __init__(
         self,
         *,

@@ -4,8 +4,22 @@ An incarnation enters its source's lifespan and runs workers that take requests 
 mailbox, so no task is started per request: the pool grows to the peak concurrency, up to
 ``max_concurrency``, and when every worker is busy the mailbox fills up. Each worker has one cancel
 scope for its life: a caller that leaves, or a deadline that passes, cancels the call the worker
-runs, and the worker then hands its place to a fresh one. The loop knows nothing of restarts:
-its supervisor (``_supervisor.py``) decides what follows an incarnation's end.
+runs, and the worker then hands its place to a fresh one.
+
+An actor spawned ``inline`` runs a call in its caller's own task when it has room for it: the
+incarnation runs, nothing waits in the mailbox or to be put in it, a slot is free, and a worker
+waits for a request (not cancelled: a crash of the incarnation cancels it at once, so no call
+starts inline in an incarnation that is ending, as none starts in a worker). That saves
+the two hops through the mailbox (caller to worker and back); the call has a cancel scope of its
+own, with its deadline, which a stop or the incarnation's end cancels as a worker's. Slots
+(``max_concurrency`` of them) bound inline calls and worker calls together: a worker that took a
+request while inline calls hold every slot waits for one, ahead of any newcomer. Each incarnation
+keeps its own slots and calls (:class:`_Life`), and leaves its source's lifespan only once its
+inline calls are over (cancelled, then waited for, shielded, at most ``grace``), so a new
+incarnation never sees a call of the one before.
+
+The loop knows nothing of restarts: its supervisor (``_supervisor.py``) decides what follows an
+incarnation's end.
 """
 
 from __future__ import annotations
@@ -19,15 +33,18 @@ import anyio
 from amends_toolkit._errors import ToolSourceError, UnavailableError, UnknownError
 from amends_toolkit._log import get_logger
 from amends_toolkit._progress import listening
+from amends_toolkit.runtime._mailbox import Slots
 from amends_toolkit.runtime._messages import Call
 from amends_toolkit.runtime._ref import ActorState, ActorStatistics
 from amends_toolkit.runtime._source import has_lifespan
 
 if TYPE_CHECKING:
+    from collections.abc import Callable, Coroutine
+
     from anyio.abc import TaskGroup
 
     from amends_toolkit.runtime._mailbox import Mailbox
-    from amends_toolkit.runtime._messages import Request
+    from amends_toolkit.runtime._messages import Request, Waiter
     from amends_toolkit.runtime._source import ToolSource
 
 __all__ = ("Actor",)
@@ -35,21 +52,47 @@ __all__ = ("Actor",)
 _log = get_logger(__name__)
 
 _STOPPED = "the source is stopped"
+_STOPPED_WHILE = "the source stopped while the call ran"
+
+
+class _Life:
+    """One incarnation: its source, its slots and the calls running in it."""
+
+    __slots__ = ("cut", "drained", "open", "running", "slots", "source", "why")
+
+    def __init__(self, source: ToolSource, slots: Slots) -> None:
+        self.source = source
+        self.slots = slots
+        self.running: set[Request] = set()
+        self.open = False  # its lifespan is entered and it is not ending: it takes inline calls
+        self.cut: list[Request] = []  # calls its end cancelled, answered once the cause is known
+        self.why: str | None = None  # that cause, once known
+        self.drained: anyio.Event | None = None  # set as its last inline call ends, once ending
 
 
 class Actor:
-    """The loop of one spawned source; only its supervisor holds it."""
+    """The loop of one spawned source; only its supervisor holds it (and its ref, :meth:`inline`)."""
 
-    def __init__(self, *, name: str, mailbox: Mailbox, max_concurrency: int) -> None:
+    def __init__(
+        self,
+        *,
+        name: str,
+        mailbox: Mailbox,
+        waiters: Callable[[], Waiter],
+        max_concurrency: int,
+        grace: float,
+    ) -> None:
         self.name = name
         self.mailbox = mailbox
         self.state: ActorState = "starting"
         self.restarts = 0
+        self._waiters = waiters
         self._max_concurrency = max_concurrency
+        self._grace = grace
         self._pool = 0  # workers of the current incarnation
         self._idle = 0  # of which wait for a request
-        self._running: set[Request] = set()
-        self._cut: list[Request] = []  # calls cancelled by a crash, answered once it is known
+        self._held = 0  # of which hold a request and wait for a slot
+        self._life: _Life | None = None
         self._scope: anyio.CancelScope | None = None
         self._stopping = False
 
@@ -59,10 +102,11 @@ class Actor:
         return self._stopping
 
     def statistics(self) -> ActorStatistics:
-        """Queued and running requests, restarts so far, and the state."""
+        """Queued and running requests (inline calls too), restarts so far, and the state."""
+        life = self._life
         return ActorStatistics(
-            queued=len(self.mailbox),
-            in_flight=len(self._running),
+            queued=len(self.mailbox) + self._held,
+            in_flight=0 if life is None else len(life.running),
             restarts=self.restarts,
             state=self.state,
         )
@@ -71,66 +115,139 @@ class Actor:
         """End the incarnation that runs (or the next one, before it begins).
 
         The mailbox is closed first: queued requests are answered, idle workers end, and only
-        running calls are cancelled, so an idle actor stops without a cancellation.
+        running calls (inline ones too) are cancelled, so an idle actor stops without a
+        cancellation.
         """
         self._stopping = True
-        if self.state != "running" or self._scope is None:
+        life = self._life
+        if self.state != "running" or self._scope is None or life is None:
             if self._scope is not None:
                 self._scope.cancel()
             return
         for request in self.mailbox.close(_STOPPED):
             request.fail(UnavailableError(source=self.name, message=_STOPPED))
-        for request in list(self._running):
+        for request in list(life.running):
             if request.scope is not None:
                 request.scope.cancel()
 
     def close(self, state: ActorState, why: str) -> None:
         """The actor is over: answer every request left, queued or running, and take no more."""
         self.state = state
-        # Running requests are answered by their workers; any left here belong to an actor
+        # Running requests are answered where they run; any left here belong to an actor
         # whose source ignores cancellation, which the supervisor abandons.
-        for request in [*self.mailbox.close(why), *self._running]:
+        running = [] if self._life is None else list(self._life.running)
+        for request in [*self.mailbox.close(why), *running]:
             request.fail(UnavailableError(source=self.name, message=why))
+
+    def inline(self, request: Request) -> Coroutine[object, object, object] | None:
+        """``request`` run in the caller's own task if the actor has room for it now, else
+        ``None`` (the caller sends it through the mailbox). Decided without awaiting, so nothing
+        changes between the decision and the call; the caller awaits what it gets at once (a
+        slot is taken for it).
+
+        What it gives returns the call's value, or raises its ``ToolSourceError``,
+        ``UnavailableError`` past its deadline or when the actor stops or crashes meanwhile, and
+        ``UnknownError`` for a defect. The caller's own cancellation propagates, and so does a
+        ``BaseException`` that is not one (``KeyboardInterrupt``, ``SystemExit``).
+        """
+        life = self._life
+        if (
+            life is None
+            or not life.open
+            or self._stopping
+            or not self.mailbox.ready
+            or not life.slots.take_now()
+        ):
+            return None
+        return self._inline(life, request)
+
+    async def _inline(self, life: _Life, request: Request) -> object:
+        life.running.add(request)
+        scope = anyio.CancelScope(deadline=request.deadline)
+        request.scope = scope
+        try:
+            with scope:
+                await self._attempt(life.source, request)
+        finally:
+            request.scope = None
+            life.running.discard(request)
+            life.slots.give_back()
+            if life.drained is not None and not life.running:
+                life.drained.set()
+            # Unanswered with its scope not cancelled: the caller's own cancellation, or a
+            # BaseException, which propagate as they are.
+            if not request.done and scope.cancel_called:
+                self._unanswered(life, request, cancelled=True)
+        if request.done:
+            return request.answer()
+        return await request.wait()  # cut by a crash: answered once its cause is known
 
     async def serve(self, source: ToolSource) -> None:
         """One incarnation: returns when stopped, raises what crashed it.
 
-        A stop cancels what runs now: the lifespan's entry, or else the workers, so that the
+        A stop cancels what runs now: the lifespan's entry, or else the calls, so that the
         lifespan is left as it is meant to be (its own tasks still running) rather than cancelled.
         """
         if self._stopping:
             return
+        life = _Life(source, Slots(self._max_concurrency, self._waiters))
+        self._life = life
         try:
-            await self._incarnation(source)
+            await self._incarnation(life)
         except BaseException as error:
             # The calls the crash cut short learn why, for the host (the model reads only
             # UnavailableError's own words): a process's exit code and stderr, say.
-            self._answer_cut(f"the source crashed while the call ran: {described(error)}")
+            self._answer_cut(life, f"the source crashed while the call ran: {described(error)}")
             raise
         finally:
-            self._answer_cut("the source stopped while the call ran")
+            self._answer_cut(life, _STOPPED_WHILE)
+            self._life = None
 
-    def _answer_cut(self, why: str) -> None:
-        cut, self._cut = self._cut, []
+    def _answer_cut(self, life: _Life, why: str) -> None:
+        if life.why is None:
+            life.why = why
+        cut, life.cut = life.cut, []
         for request in cut:
-            request.fail(UnavailableError(source=self.name, message=why))
+            request.fail(UnavailableError(source=self.name, message=life.why))
 
-    async def _incarnation(self, source: ToolSource) -> None:
+    async def _incarnation(self, life: _Life) -> None:
         with anyio.CancelScope() as entering:
             self._scope = entering
             async with AsyncExitStack() as stack:
-                if has_lifespan(source):
-                    await stack.enter_async_context(source.lifespan())
+                if has_lifespan(life.source):
+                    await stack.enter_async_context(life.source.lifespan())
+                life.open = True
                 self.state = "running"
-                async with anyio.create_task_group() as tasks:
-                    self._scope = tasks.cancel_scope
-                    if self._stopping:
-                        self.stop()
-                    self._pool, self._idle = 1, 0
-                    tasks.start_soon(self._work, source, tasks)
+                try:
+                    async with anyio.create_task_group() as tasks:
+                        self._scope = tasks.cancel_scope
+                        if self._stopping:
+                            self.stop()
+                        self._pool, self._idle = 1, 0
+                        tasks.start_soon(self._work, life, tasks)
+                finally:
+                    life.open = False
+                    await self._drain(life)
         self._scope = None
 
-    async def _work(self, source: ToolSource, tasks: TaskGroup) -> None:
+    async def _drain(self, life: _Life) -> None:
+        """Cancel the inline calls still running (the workers are over) and wait until they
+        are, shielded and at most ``grace``, before the lifespan is left."""
+        if not life.running:
+            return
+        life.drained = anyio.Event()
+        for request in list(life.running):
+            if request.scope is not None:
+                request.scope.cancel()
+        with anyio.move_on_after(self._grace, shield=True):
+            await life.drained.wait()
+            return
+        # The source ignores cancellation (it was spawned inline all the same): its calls go on
+        # in their callers' tasks, answered as the end cut them short whatever they return.
+        _log.error("actor.calls_left", source=self.name, calls=len(life.running))
+        life.cut.extend(life.running)
+
+    async def _work(self, life: _Life, tasks: TaskGroup) -> None:
         with anyio.CancelScope() as scope:
             while True:
                 self._idle += 1
@@ -144,19 +261,49 @@ class Actor:
                     continue
                 if self._idle == 0 and self._pool < self._max_concurrency:
                     self._pool += 1
-                    tasks.start_soon(self._work, source, tasks)
-                await self._serve(source, request, scope)
+                    tasks.start_soon(self._work, life, tasks)
+                await self._serve(life, request, scope)
                 if scope.cancel_called:
                     break
         # This worker's scope stopped its call (the caller left, or the deadline passed): a
         # fresh worker takes its place, with a scope nobody has cancelled.
-        tasks.start_soon(self._work, source, tasks)
+        tasks.start_soon(self._work, life, tasks)
 
-    async def _serve(self, source: ToolSource, request: Request, scope: anyio.CancelScope) -> None:
-        self._running.add(request)
+    async def _serve(self, life: _Life, request: Request, scope: anyio.CancelScope) -> None:
         request.scope = scope
         if request.deadline != math.inf:
             scope.deadline = request.deadline
+        slotted = life.slots.take_now()
+        try:
+            if not slotted:
+                # Inline calls hold every slot: wait for one, ahead of newcomers, within the
+                # request's deadline (and its caller may still leave).
+                self._held += 1
+                try:
+                    await life.slots.take()
+                finally:
+                    self._held -= 1
+                slotted = True
+                if self._stopping:
+                    request.fail(UnavailableError(source=self.name, message=_STOPPED))
+                    return
+            life.running.add(request)
+            await self._attempt(life.source, request)
+        finally:
+            request.scope = None
+            if slotted:
+                life.running.discard(request)
+                life.slots.give_back()
+            if not request.done:
+                self._unanswered(life, request, cancelled=scope.cancel_called)
+            if request.deadline != math.inf and not scope.cancel_called:
+                scope.deadline = math.inf
+
+    async def _attempt(self, source: ToolSource, request: Request) -> None:
+        """Run a request and answer it: its value, the ``ToolSourceError`` it raised, or
+        ``UnknownError`` for any other exception (a defect, logged). A ``BaseException`` that is
+        no ``Exception`` (cancellation, ``KeyboardInterrupt``) propagates, leaving it unanswered.
+        """
         try:
             if isinstance(request, Call):
                 # The caller's listener, carried across the mailbox, hears the call's progress.
@@ -169,23 +316,23 @@ class Actor:
         except Exception as error:  # noqa: BLE001 - a defect: logged here, read as UnknownError
             _log.error("call.defect", source=self.name, tool=request.what, exc_info=error)
             request.fail(UnknownError(source=self.name, message=f"defect: {error!r}"))
-        finally:
-            request.scope = None
-            self._running.discard(request)
-            if not request.done:
-                if scope.cancel_called and not request.abandoned and not self._stopping:
-                    # Only an abandoning caller and the deadline cancel this scope.
-                    _log.warning("call.timed_out", source=self.name, tool=request.what)
-                    why = "the source did not answer in time"
-                    request.fail(UnavailableError(source=self.name, message=why))
-                elif scope.cancel_called or self._stopping:
-                    why = "the source stopped while the call ran"
-                    request.fail(UnavailableError(source=self.name, message=why))
-                else:
-                    # Cancelled by a crash of the incarnation: answered with its cause.
-                    self._cut.append(request)
-            if request.deadline != math.inf and not scope.cancel_called:
-                scope.deadline = math.inf
+
+    def _unanswered(self, life: _Life, request: Request, *, cancelled: bool) -> None:
+        """Answer a request whose call ended with no answer. ``cancelled``: the scope the actor
+        gave it was (its deadline, its caller leaving, a stop, or for an inline call the
+        incarnation's end); else the incarnation's end cancelled the worker running it."""
+        if cancelled and life.open and not (self._stopping or request.abandoned):
+            _log.warning("call.timed_out", source=self.name, tool=request.what)
+            why = "the source did not answer in time"
+            request.fail(UnavailableError(source=self.name, message=why))
+        elif self._stopping or (cancelled and life.open):
+            # Stopped, or its caller left (and reads nothing).
+            request.fail(UnavailableError(source=self.name, message=_STOPPED_WHILE))
+        elif life.why is not None:
+            request.fail(UnavailableError(source=self.name, message=life.why))
+        else:
+            # Cut by the incarnation's end (a crash): answered with its cause once it is known.
+            life.cut.append(request)
 
 
 def described(error: BaseException) -> str:

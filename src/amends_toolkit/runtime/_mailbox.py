@@ -6,6 +6,9 @@ caller beyond that waits for room (backpressure). Waiting is on one-shot waiters
 loop's futures on asyncio: the cheapest wake-up there is, since the mailbox is the hop every call
 of an actor takes. As in ``asyncio.Queue``, a request stays in the queue until a worker takes it,
 and a waiter woken and then cancelled passes its turn on, so no request and no room is lost.
+
+:class:`Slots` bounds the calls that run at once in an actor, those its workers took from the
+mailbox and those run in their callers' own tasks, with the same waiters and the same care.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ if TYPE_CHECKING:
 
     from amends_toolkit.runtime._messages import Request, Waiter
 
-__all__ = ("Mailbox",)
+__all__ = ("Mailbox", "Slots")
 
 
 class Mailbox:
@@ -40,6 +43,18 @@ class Mailbox:
 
     def __len__(self) -> int:
         return len(self._queue)
+
+    @property
+    def ready(self) -> bool:
+        """Whether nothing waits in the mailbox nor to be put in it, and a worker waits for a
+        request, not cancelled: a crash or a stop of its incarnation cancels its waiter at once,
+        before any task runs again."""
+        return (
+            not self._queue
+            and not self._putters
+            and bool(self._getters)
+            and not self._getters[0].done()
+        )
 
     @property
     def closed(self) -> bool:
@@ -81,6 +96,8 @@ class Mailbox:
                 raise anyio.EndOfStream
             waiter = self._new()
             self._getters.append(waiter)
+            # A caller that waits to put (in a mailbox of size 0) can now hand its request over.
+            _wake(self._putters)
             try:
                 await waiter
             except BaseException:
@@ -104,12 +121,59 @@ class Mailbox:
         return left
 
 
-def _wake(waiters: deque[Waiter]) -> None:
+class Slots:
+    """Room for ``count`` calls at once: taken at once when free, else waited for in turn.
+
+    A slot given back while a task waits is handed to it, never left free for a newcomer, so
+    whoever waits is served first.
+    """
+
+    __slots__ = ("_free", "_new", "_waiting")
+
+    def __init__(self, count: int, waiters: Callable[[], Waiter]) -> None:
+        self._free = count
+        self._new = waiters
+        self._waiting: deque[Waiter] = deque()
+
+    def take_now(self) -> bool:
+        """Take a slot if one is free (none is while a task waits for one); never waits."""
+        if self._free:
+            self._free -= 1
+            return True
+        return False
+
+    async def take(self) -> None:
+        """Take a slot, waiting in turn for one given back (cancellation leaves the line)."""
+        if self.take_now():
+            return
+        waiter = self._new()
+        self._waiting.append(waiter)
+        try:
+            await waiter
+            # As in Mailbox.put: a task cancelled as it was handed a slot must not use it.
+            await anyio.lowlevel.checkpoint_if_cancelled()
+        except BaseException:
+            if waiter.done() and not waiter.cancelled():
+                self.give_back()  # it was handed one: the next in line has it
+            else:
+                with suppress(ValueError):
+                    self._waiting.remove(waiter)
+            raise
+
+    def give_back(self) -> None:
+        """Give a slot back: to the first task that waits for one, else free."""
+        if not _wake(self._waiting):
+            self._free += 1
+
+
+def _wake(waiters: deque[Waiter]) -> bool:
+    """Wake the first waiter still waiting; whether there was one."""
     while waiters:
         waiter = waiters.popleft()
         if not waiter.done():
             waiter.set_result(None)
-            return
+            return True
+    return False
 
 
 def _leave(waiters: deque[Waiter], waiter: Waiter) -> None:

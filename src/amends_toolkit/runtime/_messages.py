@@ -2,7 +2,8 @@
 
 A caller puts a :class:`Discover` or a :class:`Call` into the actor's mailbox and awaits it; a
 worker of the actor takes it, runs it and answers it once (:meth:`Request.resolve` or
-:meth:`Request.fail`). A caller that leaves calls :meth:`Request.abandon`: a request not yet
+:meth:`Request.fail`). A request the actor runs in its caller's own task (an inline call) is
+answered the same way, and read at once with :meth:`Request.answer`. A caller that leaves calls :meth:`Request.abandon`: a request not yet
 taken is skipped, and one that runs is cancelled in the worker running it. Deadlines are
 absolute, on anyio's clock (``anyio.current_time()``).
 
@@ -42,23 +43,34 @@ class Waiter(Protocol):
 
 
 class _EventWaiter:
-    """A waiter over ``anyio.Event``, for a backend other than asyncio (trio)."""
+    """A waiter over ``anyio.Event``, for a backend other than asyncio (trio).
 
-    __slots__ = ("_event",)
+    Like an asyncio future awaited by a task that is cancelled, it is cancelled (and done) as
+    soon as the scope of the task waiting on it is: trio takes a cancelled task off the event
+    at once, before the task runs again.
+    """
+
+    __slots__ = ("_event", "_waited")
 
     def __init__(self) -> None:
         self._event = anyio.Event()
+        self._waited = False
 
     def done(self) -> bool:
-        return self._event.is_set()
+        return self._event.is_set() or self.cancelled()
 
     def cancelled(self) -> bool:
-        return False
+        return (
+            self._waited
+            and not self._event.is_set()
+            and self._event.statistics().tasks_waiting == 0
+        )
 
     def set_result(self, result: None, /) -> None:
         self._event.set()
 
     def __await__(self) -> Generator[object, None, object]:
+        self._waited = True
         return self._event.wait().__await__()
 
 
@@ -73,7 +85,8 @@ class Request:
     """A request to an actor, and its answer: a value or a ``ToolSourceError``, set once.
 
     ``abandoned`` is set by a caller that left before the answer came: a worker that finds it
-    set skips the request; ``scope`` is the cancel scope of the worker running it, if one does.
+    set skips the request; ``scope`` is the cancel scope it runs in (its worker's, or its own
+    when it runs in its caller's task), if it runs.
     """
 
     __slots__ = ("_answered", "_error", "_value", "_waiter", "abandoned", "deadline", "scope")
@@ -125,6 +138,10 @@ class Request:
     async def wait(self) -> object:
         """The value, or raise the error; cancellation leaves the request unanswered."""
         await self._waiter
+        return self.answer()
+
+    def answer(self) -> object:
+        """The value of a request answered already, or raise its error."""
         if self._error is not None:
             raise self._error
         return self._value

@@ -13,7 +13,7 @@ from amends_toolkit._progress import listener
 from amends_toolkit.runtime._messages import Call, Discover
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
+    from collections.abc import Callable, Coroutine, Sequence
 
     from amends_toolkit._definitions import ToolDefinition
     from amends_toolkit._json import JsonObject, JsonValue
@@ -49,11 +49,20 @@ class ActorRef:
 
     Every method may be called from any task, concurrently. A caller's cancel scope
     (``anyio.fail_after``, a closed session) cancels its request inside the actor; a request
-    still in the mailbox never runs. Stop an actor with :meth:`Runtime.stop
-    <amends_toolkit.Runtime.stop>`.
+    still in the mailbox never runs. An actor spawned ``inline`` runs a request in its caller's
+    own task when it has room for it, and else through its mailbox. Stop an actor with
+    :meth:`Runtime.stop <amends_toolkit.Runtime.stop>`.
     """
 
-    __slots__ = ("_call_timeout", "_grace", "_mailbox", "_name", "_statistics", "_waiters")
+    __slots__ = (
+        "_call_timeout",
+        "_grace",
+        "_inline",
+        "_mailbox",
+        "_name",
+        "_statistics",
+        "_waiters",
+    )
 
     def __init__(
         self,
@@ -64,8 +73,10 @@ class ActorRef:
         call_timeout: float | None,
         grace: float,
         statistics: Callable[[], ActorStatistics],
+        inline: Callable[[Request], Coroutine[object, object, object] | None] | None = None,
     ) -> None:
         self._name = name
+        self._inline = inline
         self._mailbox = mailbox
         self._waiters = waiters
         self._call_timeout = call_timeout
@@ -96,6 +107,10 @@ class ActorRef:
         Raises:
             ToolSourceError: the source's failure; ``UnavailableError`` past ``call_timeout`` or
                 when the actor is stopped or given up; ``UnknownError`` for a defect.
+
+        The caller's cancellation cancels the call and propagates. A call run inline (in this
+        task) lets a ``BaseException`` that is no cancellation (``KeyboardInterrupt``,
+        ``SystemExit``) reach the caller, as the source raised it.
         """
         request = Call(
             self._waiters(), self._deadline(), tool=tool, input=input, progress=listener()
@@ -113,6 +128,12 @@ class ActorRef:
         return anyio.current_time() + self._call_timeout
 
     async def _ask(self, request: Request) -> object:
+        if self._inline is not None:
+            here = self._inline(request)
+            if here is not None:
+                # The actor had room: the call runs in this task, with no hop (no grace either:
+                # only a source that honours cancellation is spawned inline unless told so).
+                return await here
         try:
             await self._mailbox.put(request)
             if request.deadline == math.inf:

@@ -11,7 +11,14 @@ if TYPE_CHECKING:
     from amends_toolkit._definitions import ToolDefinition
     from amends_toolkit._json import JsonObject, JsonValue
 
-__all__ = ("Lifespan", "NormalExit", "ToolSource", "has_lifespan", "is_source")
+__all__ = (
+    "Lifespan",
+    "NormalExit",
+    "ToolSource",
+    "has_lifespan",
+    "honours_cancellation",
+    "is_source",
+)
 
 
 @runtime_checkable
@@ -20,6 +27,12 @@ class ToolSource(Protocol):
 
     Both methods raise :class:`~amends_toolkit.ToolSourceError` (a reason of it) for every failure
     of the source; any other exception is a defect. Cancellation stops the work and propagates.
+
+    A source may declare ``honours_cancellation = True`` (an attribute, usually of its class) when
+    its calls end soon after they are cancelled, cleanup included (a bounded, shielded one): an
+    actor then runs a call in its caller's own task when it has room (``Runtime.spawn``'s
+    ``inline``), since no call of it can hold a caller past its deadline. Every built-in source
+    declares it; a source without it is served by the actor's workers.
     """
 
     @property
@@ -73,3 +86,8 @@ def is_source(value: object) -> TypeGuard[ToolSource]:
 def has_lifespan(source: ToolSource) -> TypeGuard[Lifespan]:
     """``isinstance(source, Lifespan)``, without a protocol check's cost."""
     return callable(getattr(source, "lifespan", None))
+
+
+def honours_cancellation(source: ToolSource) -> bool:
+    """Whether a source declares ``honours_cancellation = True`` (see :class:`ToolSource`)."""
+    return getattr(source, "honours_cancellation", False) is True

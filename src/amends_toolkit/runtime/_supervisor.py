@@ -11,22 +11,30 @@ Rules of the runtime:
 What happens           What the caller gets
 =====================  ======================================================================
 a call runs            its own answer; calls run concurrently, up to ``max_concurrency``
+the actor has room     (``inline``, on for a source that declares ``honours_cancellation``)
+                       the call runs in the caller's own task, with the same answers as below;
+                       else, or while anything waits in the mailbox, it goes through the
+                       mailbox in order; ``max_concurrency`` bounds both kinds together
 the source fails       the ``ToolSourceError`` it raised
 a defect in a call     ``UnknownError`` ("the source failed"), logged with its traceback; the
                        actor keeps serving
 the deadline passes    ``UnavailableError``; the call is cancelled inside the actor; a caller
                        waits at most ``grace`` longer for a source that ignores cancellation
+                       (one through the mailbox: an inline call holds its caller)
 the caller is          its call is cancelled inside the actor, or never starts if it still
 cancelled              waits in the mailbox; nothing is reported
-the actor crashes      running calls get ``UnavailableError``; a ``permanent`` or
-                       ``transient`` child is restarted from fresh state, and queued calls
-                       wait for the new incarnation
+an inline call raises  (one that is no cancellation: ``KeyboardInterrupt``, ``SystemExit``)
+a ``BaseException``    it reaches its caller as it was raised
+the actor crashes      running calls (inline ones too) get ``UnavailableError`` with the
+                       crash's cause; the source's lifespan is left once its inline calls are
+                       over (at most ``grace``); a ``permanent`` or ``transient`` child is
+                       restarted from fresh state, and queued calls wait for the new incarnation
 it ends by itself      (``NormalExit``) only a ``permanent`` child is restarted
 more than              the supervisor gives up (a ``temporary`` child at its first crash):
 ``intensity`` crashes  every queued and later call gets ``UnavailableError``, never a hang,
 within ``period``      and the runtime's ``on_give_up`` hears of it
 the child is stopped   (``runtime.stop(ref)``, or the runtime stops) every queued and running
-                       call gets ``UnavailableError``; the runtime forgets the child
+                       call (inline too) gets ``UnavailableError``; the runtime forgets the child
 it ignores a stop      after ``grace`` it is abandoned: its callers are answered, the runtime
                        forgets it and logs ``actor.abandoned`` naming it
 the mailbox is full    the caller waits to send (backpressure), within its own cancel scope
@@ -51,7 +59,12 @@ from amends_toolkit.runtime._actor import Actor, described
 from amends_toolkit.runtime._mailbox import Mailbox
 from amends_toolkit.runtime._messages import waiters
 from amends_toolkit.runtime._ref import ActorRef
-from amends_toolkit.runtime._source import NormalExit, ToolSource, is_source
+from amends_toolkit.runtime._source import (
+    NormalExit,
+    ToolSource,
+    honours_cancellation,
+    is_source,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Coroutine
@@ -184,6 +197,7 @@ class Runtime:
         mailbox_size: int = 256,
         call_timeout: float | None = None,
         restart: Restart = _RESTART,
+        inline: bool | None = None,
     ) -> ActorRef:
         """Start a child for ``source`` and return its ref, itself a ToolSource.
 
@@ -196,6 +210,15 @@ class Runtime:
             mailbox_size: Requests that wait; beyond it a caller waits to send (backpressure).
             call_timeout: Seconds a request may take before it ends as ``UnavailableError``.
             restart: When a child that ends by itself is restarted.
+            inline: Run a call in its caller's own task when the actor has room for it (it
+                runs, a worker is free, nothing waits in its mailbox nor to be put in it, and
+                fewer than ``max_concurrency`` calls run), saving the two hops through the
+                mailbox; else the call goes through the mailbox, in order. ``None``: inline
+                when the source declares ``honours_cancellation = True``, as every built-in
+                source does. An inline call is cancelled by its deadline, a stop or a crash as a
+                worker's is, but no ``grace`` frees its caller from a source that ignores
+                cancellation; a ``BaseException`` that is no cancellation
+                (``KeyboardInterrupt``, ``SystemExit``) reaches the caller.
 
         Raises:
             ValueError: a bad option (a programmer's mistake, raised at once).
@@ -214,6 +237,10 @@ class Runtime:
             raise ValueError("call_timeout must be positive, or None for no timeout")
         if not isinstance(restart, Restart):
             raise TypeError(f"restart must be an at.Restart, not {restart!r}")
+        if inline is not None and not isinstance(inline, bool):
+            raise TypeError(
+                f"inline must be True, False or None (the source decides), not {inline!r}"
+            )
         factory: SourceFactory | None = None
         if not is_source(source):
             if not callable(source):
@@ -223,9 +250,17 @@ class Runtime:
                 )
             factory = source
             source = _built(factory)
+        if inline is None:
+            inline = honours_cancellation(source)
         make = waiters()
         mailbox = Mailbox(mailbox_size, make)
-        actor = Actor(name=source.name, mailbox=mailbox, max_concurrency=max_concurrency)
+        actor = Actor(
+            name=source.name,
+            mailbox=mailbox,
+            waiters=make,
+            max_concurrency=max_concurrency,
+            grace=self._grace,
+        )
         ref = ActorRef(
             name=source.name,
             mailbox=mailbox,
@@ -233,6 +268,7 @@ class Runtime:
             call_timeout=call_timeout,
             grace=self._grace,
             statistics=actor.statistics,
+            inline=actor.inline if inline else None,
         )
         child = _Child(actor=actor, ref=ref, first=source, factory=factory, restart=restart)
         self._children[ref] = child
