@@ -274,6 +274,7 @@ class Actor:
         if request.deadline != math.inf:
             scope.deadline = request.deadline
         slotted = life.slots.take_now()
+        requeued = False
         try:
             if not slotted:
                 # Inline calls hold every slot: wait for one, ahead of newcomers, within the
@@ -281,6 +282,12 @@ class Actor:
                 self._held += 1
                 try:
                     await life.slots.take()
+                except BaseException:
+                    # The incarnation ended before the call ran: it waits, first in line, for
+                    # the next one, as the requests still in the mailbox do.
+                    if not (scope.cancel_called or self._stopping or request.abandoned):
+                        requeued = self.mailbox.requeue(request)
+                    raise
                 finally:
                     self._held -= 1
                 slotted = True
@@ -294,7 +301,7 @@ class Actor:
             if slotted:
                 life.running.discard(request)
                 life.slots.give_back()
-            if not request.done:
+            if not (request.done or requeued):
                 self._unanswered(life, request, cancelled=scope.cancel_called)
             if request.deadline != math.inf and not scope.cancel_called:
                 scope.deadline = math.inf

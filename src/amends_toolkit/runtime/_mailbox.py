@@ -107,6 +107,15 @@ class Mailbox:
         _wake(self._putters)
         return request
 
+    def requeue(self, request: Request) -> bool:
+        """Put a request taken but never run back at the head of the line; ``False`` (and
+        nothing done) if the mailbox is closed."""
+        if self._closed:
+            return False
+        self._queue.appendleft(request)
+        _wake(self._getters)
+        return True
+
     def close(self, why: str) -> list[Request]:
         """Take no more requests (``why`` says why); wake every waiting task, give those left."""
         self._closed = True

@@ -1,0 +1,129 @@
+"""Inline calls under attack: slots never leak, a caller's cancellation stays a cancellation,
+and no newcomer overtakes a caller that waits to send."""
+
+from __future__ import annotations
+
+import anyio
+import pytest
+from trio.testing import MockClock
+
+import amends_toolkit as at
+from amends_toolkit.runtime import ActorRef, Runtime
+
+from .sources import Honouring, Scripted
+from .test_actor_inline import Halt, Lingering, ask, running
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture(params=["asyncio", "trio"])
+def anyio_backend(request: pytest.FixtureRequest) -> object:
+    """Both backends: they deliver cancellation and wake waiters differently."""
+    if request.node.get_closest_marker("virtual_clock"):
+        return ("trio", {"clock": MockClock(autojump_threshold=0)})
+    return request.param
+
+
+async def holds_exactly(ref: ActorRef, source: Scripted, count: int) -> None:
+    """``count`` calls run at once, and not one more."""
+    before = source.started
+    async with anyio.create_task_group() as tasks:
+        for _ in range(count + 1):
+            tasks.start_soon(ask, ref, "wait")
+        await anyio.wait_all_tasks_blocked()
+        assert source.started - before == count
+        assert ref.statistics().in_flight == count
+        assert ref.statistics().queued == 1
+        source.release.set()
+    source.release = anyio.Event()
+    assert ref.statistics().in_flight == 0
+    assert ref.statistics().queued == 0
+
+
+async def test_every_way_a_call_ends_gives_its_slot_back_once() -> None:
+    source = Lingering()
+    async with Runtime() as runtime:
+        ref = await running(runtime, source, max_concurrency=2, call_timeout=3600.0)
+        for _ in range(3):
+            # A BaseException of an inline call.
+            with pytest.raises(Halt):
+                await ref.call("halt", {})
+            # Callers cancelled while a worker holds their request, waiting for a slot.
+            with anyio.CancelScope() as scope:
+                async with anyio.create_task_group() as tasks:
+                    for _ in range(4):
+                        tasks.start_soon(ask, ref, "wait")
+                    await anyio.wait_all_tasks_blocked()
+                    assert ref.statistics().in_flight == 2
+                    assert ref.statistics().queued == 2
+                    scope.cancel()
+            await anyio.wait_all_tasks_blocked()
+            assert ref.statistics().in_flight == 0
+            assert ref.statistics().queued == 0
+        await holds_exactly(ref, source, 2)
+
+
+@pytest.mark.virtual_clock
+async def test_deadlines_passing_while_waiting_for_a_slot_give_no_slot_away() -> None:
+    source = Honouring()
+    async with Runtime() as runtime:
+        ref = await running(runtime, source, max_concurrency=1, call_timeout=10.0)
+        for _ in range(3):
+            outcomes: list[str] = []
+
+            async def call(out: list[str] = outcomes) -> None:
+                with pytest.raises(at.UnavailableError) as raised:
+                    await ref.call("wait", {})
+                out.append(str(raised.value))
+
+            async with anyio.create_task_group() as tasks:
+                tasks.start_soon(call)
+                await anyio.wait_all_tasks_blocked()
+                tasks.start_soon(call)
+                await anyio.wait_all_tasks_blocked()
+                assert ref.statistics().queued == 1
+            assert len(outcomes) == 2
+            assert ref.statistics().in_flight == 0
+        await holds_exactly(ref, source, 1)
+
+
+async def test_a_request_a_crash_finds_waiting_for_a_slot_runs_in_the_next_incarnation() -> None:
+    source = Lingering()
+    async with Runtime() as runtime:
+        ref = await running(runtime, source, max_concurrency=1)
+        async with anyio.create_task_group() as tasks:
+
+            async def call(tool: str) -> None:
+                with pytest.raises(at.UnavailableError):
+                    await ref.call(tool, {})
+
+            tasks.start_soon(call, "wait")
+            await anyio.wait_all_tasks_blocked()
+            tasks.start_soon(ask, ref, "echo", "held")
+            await anyio.wait_all_tasks_blocked()
+            assert ref.statistics().queued == 1
+            source.crash.set()
+            await anyio.wait_all_tasks_blocked()
+        assert ref.statistics().restarts == 1
+        # `held` never ran in the crashed incarnation: the next one ran it, as a queued call.
+        assert source.texts[-1] == "held"
+        assert ref.statistics().queued == 0
+        before = source.started
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(ask, ref, "wait")
+            tasks.start_soon(ask, ref, "wait")
+            await anyio.wait_all_tasks_blocked()
+            assert source.started - before == 1
+            assert ref.statistics().queued == 1
+            source.release.set()
+
+
+@pytest.mark.virtual_clock
+async def test_a_caller_cancelled_as_its_inline_call_times_out_is_cancelled() -> None:
+    source = Honouring()
+    async with Runtime() as runtime:
+        ref = await running(runtime, source, call_timeout=10.0)
+        with anyio.move_on_after(10.0) as scope:
+            await ref.call("wait", {})
+        assert scope.cancelled_caught
+        assert ref.statistics().in_flight == 0
