@@ -11,7 +11,7 @@ import amends_toolkit as at
 from amends_toolkit.runtime import ActorRef, Runtime
 
 from .sources import Honouring, Scripted
-from .test_actor_inline import Halt, Lingering, ask, running
+from .test_actor_inline import Dying, Halt, Lingering, Opening, ask, running
 
 pytestmark = pytest.mark.anyio
 
@@ -127,3 +127,87 @@ async def test_a_caller_cancelled_as_its_inline_call_times_out_is_cancelled() ->
             await ref.call("wait", {})
         assert scope.cancelled_caught
         assert ref.statistics().in_flight == 0
+
+
+async def test_a_newcomer_never_overtakes_a_caller_waiting_to_send(anyio_backend: object) -> None:
+    if anyio_backend != "asyncio":
+        pytest.skip("asyncio orders the tasks by when they were woken, as this test needs")
+    source = Opening()
+    async with Runtime() as runtime:
+        ref = await runtime.spawn(source, max_concurrency=1, mailbox_size=0)
+        async with anyio.create_task_group() as tasks:
+
+            async def first() -> None:
+                await ask(ref, "wait", "first")
+                await ask(ref, "echo", "newcomer")
+
+            tasks.start_soon(first)
+            await anyio.wait_all_tasks_blocked()
+            tasks.start_soon(ask, ref, "echo", "waiting")
+            await anyio.wait_all_tasks_blocked()
+            source.opened.set()
+            await anyio.wait_all_tasks_blocked()
+            assert source.texts == ["first"]
+            source.release.set()
+        assert source.texts == ["first", "waiting", "newcomer"]
+
+
+async def test_a_caller_through_the_mailbox_never_overtakes_one_waiting_for_room() -> None:
+    source = Honouring()
+    async with Runtime() as runtime:
+        ref = await running(runtime, source, inline=False, max_concurrency=1, mailbox_size=1)
+        async with anyio.create_task_group() as tasks:
+
+            async def first() -> None:
+                await ask(ref, "wait", "first")
+                await ask(ref, "echo", "newcomer")
+
+            tasks.start_soon(first)
+            await anyio.wait_all_tasks_blocked()
+            tasks.start_soon(ask, ref, "echo", "queued")
+            await anyio.wait_all_tasks_blocked()
+            tasks.start_soon(ask, ref, "echo", "waiting")
+            await anyio.wait_all_tasks_blocked()
+            assert ref.statistics().queued == 1
+            # The worker takes `queued` as `first` ends: `waiting` is woken to send, and
+            # `first`, woken before it, asks again while there is room.
+            source.release.set()
+        assert source.texts == ["first", "queued", "waiting", "newcomer"]
+
+
+class DyingLater(Dying):
+    """Its ``die`` waits for ``release`` first."""
+
+    async def call(self, tool: str, input: at.JsonObject) -> at.JsonValue:
+        if tool == "die":
+            self.texts.append("die")
+            await self.release.wait()
+        return await super().call(tool, input)
+
+
+async def test_a_caller_woken_to_send_by_a_worker_that_then_leaves_still_sends() -> None:
+    source = DyingLater()
+    async with Runtime() as runtime:
+        ref = await running(runtime, source, inline=False, max_concurrency=1, mailbox_size=0)
+        with anyio.fail_after(10):  # a lost wake-up would leave `waiting` waiting for ever
+            await die_with_one_waiting(ref, source)
+        assert source.ran_in == [1, 2]
+        assert source.texts == ["die", "waiting"]
+        assert ref.statistics().restarts == 1
+
+
+async def die_with_one_waiting(ref: ActorRef, source: DyingLater) -> None:
+    async with anyio.create_task_group() as tasks:
+
+        async def die() -> None:
+            with pytest.raises(at.UnavailableError, match="the process died"):
+                await ask(ref, "die")
+
+        tasks.start_soon(die)
+        await anyio.wait_all_tasks_blocked()
+        tasks.start_soon(ask, ref, "echo", "waiting")
+        await anyio.wait_all_tasks_blocked()
+        assert source.texts == ["die"]
+        source.release.set()
+        # The worker answers `die`, waits for a request (waking `waiting`) and is at once
+        # cancelled by the crash: `waiting` waits again, for the next incarnation.
