@@ -211,3 +211,34 @@ async def die_with_one_waiting(ref: ActorRef, source: DyingLater) -> None:
         source.release.set()
         # The worker answers `die`, waits for a request (waking `waiting`) and is at once
         # cancelled by the crash: `waiting` waits again, for the next incarnation.
+
+
+@pytest.mark.virtual_clock
+async def test_an_abandoned_actor_answers_a_request_waiting_for_a_slot_too() -> None:
+    source = Honouring()
+    answers: dict[str, str] = {}
+
+    async def call(tool: str) -> None:
+        with pytest.raises(at.UnavailableError) as raised:
+            await ref.call(tool, {})
+        answers[tool] = str(raised.value)
+
+    try:
+        async with Runtime(grace=2.0) as runtime:
+            ref = await running(runtime, source, max_concurrency=1)
+            with anyio.fail_after(60):  # broken, `echo` would wait for ever: fail instead
+                async with anyio.create_task_group() as tasks:
+                    tasks.start_soon(call, "stubborn")  # inline, and it ignores the stop
+                    await anyio.wait_all_tasks_blocked()
+                    tasks.start_soon(call, "echo")  # a worker holds it, waiting for the slot
+                    await anyio.wait_all_tasks_blocked()
+                    assert ref.statistics().queued == 1
+                    await runtime.stop(ref)  # abandoned after the grace
+                    await anyio.wait_all_tasks_blocked()
+                    stopped = dict(answers)
+                    source.release.set()
+    finally:
+        source.release.set()
+    assert stopped.keys() == {"echo"}
+    assert stopped["echo"].endswith("the source is stopped")
+    assert source.texts == [None]  # `echo` never ran

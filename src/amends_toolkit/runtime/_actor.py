@@ -91,7 +91,7 @@ class Actor:
         self._grace = grace
         self._pool = 0  # workers of the current incarnation
         self._idle = 0  # of which wait for a request
-        self._held = 0  # of which hold a request and wait for a slot
+        self._held: set[Request] = set()  # requests workers took, waiting for a slot
         self._life: _Life | None = None
         self._scope: anyio.CancelScope | None = None
         self._stopping = False
@@ -105,7 +105,7 @@ class Actor:
         """Queued and running requests (inline calls too), restarts so far, and the state."""
         life = self._life
         return ActorStatistics(
-            queued=len(self.mailbox) + self._held,
+            queued=len(self.mailbox) + len(self._held),
             in_flight=0 if life is None else len(life.running),
             restarts=self.restarts,
             state=self.state,
@@ -133,10 +133,10 @@ class Actor:
     def close(self, state: ActorState, why: str) -> None:
         """The actor is over: answer every request left, queued or running, and take no more."""
         self.state = state
-        # Running requests are answered where they run; any left here belong to an actor
-        # whose source ignores cancellation, which the supervisor abandons.
+        # Running requests (and those waiting for a slot) are answered where they run; any left
+        # here belong to an actor whose source ignores cancellation, which the supervisor abandons.
         running = [] if self._life is None else list(self._life.running)
-        for request in [*self.mailbox.close(why), *running]:
+        for request in [*self.mailbox.close(why), *self._held, *running]:
             request.fail(UnavailableError(source=self.name, message=why))
 
     def inline(self, request: Request) -> Coroutine[object, object, object] | None:
@@ -279,7 +279,7 @@ class Actor:
             if not slotted:
                 # Inline calls hold every slot: wait for one, ahead of newcomers, within the
                 # request's deadline (and its caller may still leave).
-                self._held += 1
+                self._held.add(request)
                 try:
                     await life.slots.take()
                 except BaseException:
@@ -289,7 +289,7 @@ class Actor:
                         requeued = self.mailbox.requeue(request)
                     raise
                 finally:
-                    self._held -= 1
+                    self._held.discard(request)
                 slotted = True
                 if self._stopping:
                     request.fail(UnavailableError(source=self.name, message=_STOPPED))
