@@ -72,7 +72,7 @@ class Mailbox:
         """
         if self._closed:
             raise anyio.ClosedResourceError
-        if not self._putters and self._room():
+        if not self._putters and (len(self._queue) < self._size or self._getters):
             self._queue.append(request)
             _wake(self._getters)
             return
