@@ -38,7 +38,8 @@ the child is stopped   (``runtime.stop(ref)``, or the runtime stops) every queue
                        call (inline too) gets ``UnavailableError``; the runtime forgets the child
 it ignores a stop      after ``grace`` it is abandoned: its callers are answered, the runtime
                        forgets it and logs ``actor.abandoned`` naming it
-the mailbox is full    the caller waits to send (backpressure), within its own cancel scope
+the mailbox is full    the caller waits to send (backpressure), within its own cancel scope,
+                       in turn: no later caller, inline or not, overtakes it
 =====================  ======================================================================
 """
 
