@@ -72,7 +72,7 @@ class Mailbox:
         """
         if self._closed:
             raise anyio.ClosedResourceError
-        if not self._putters and (len(self._queue) < self._size or self._getters):
+        if not self._putters and self._room():
             self._queue.append(request)
             _wake(self._getters)
             return
@@ -121,6 +121,7 @@ class Mailbox:
         return request
 
     def _room(self) -> bool:
+        """Whether a request can be put now: below ``size``, or a worker waits for one."""
         return len(self._queue) < self._size or bool(self._getters)
 
     def _call_putter(self) -> None:
