@@ -242,3 +242,32 @@ async def test_an_abandoned_actor_answers_a_request_waiting_for_a_slot_too() -> 
     assert stopped.keys() == {"echo"}
     assert stopped["echo"].endswith("the source is stopped")
     assert source.texts == [None]  # `echo` never ran
+
+
+async def test_a_caller_cancelled_as_a_stop_cuts_its_inline_call_sees_its_cancellation() -> None:
+    source = Honouring()
+    scopes: list[anyio.CancelScope] = []
+    outcome: list[type[BaseException]] = []
+    callers: list[int] = []
+
+    async def call() -> None:
+        with anyio.CancelScope() as scope:
+            scopes.append(scope)
+            callers.append(anyio.get_current_task().id)
+            try:
+                await ref.call("wait", {})
+            except BaseException as error:
+                outcome.append(type(error))
+                raise
+
+    async with Runtime() as runtime:
+        ref = await running(runtime, source)
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(call)
+            await anyio.wait_all_tasks_blocked()
+            assert source.tasks == callers  # it runs inline
+            scopes[0].cancel()
+            await runtime.stop(ref)  # stops the actor before the caller runs again
+        assert scopes[0].cancelled_caught
+    assert outcome == [anyio.get_cancelled_exc_class()]
+    assert source.cancelled == 1
