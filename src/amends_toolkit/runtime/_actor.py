@@ -13,7 +13,8 @@ starts inline in an incarnation that is ending, as none starts in a worker). Tha
 the two hops through the mailbox (caller to worker and back); the call has a cancel scope of its
 own, with its deadline, which a stop or the incarnation's end cancels as a worker's. Slots
 (``max_concurrency`` of them) bound inline calls and worker calls together: a worker that took a
-request while inline calls hold every slot waits for one, ahead of any newcomer. Each incarnation
+request while inline calls hold every slot waits for one, ahead of any newcomer (and should the
+incarnation end meanwhile, puts the request back first in the mailbox). Each incarnation
 keeps its own slots and calls (:class:`_Life`), and leaves its source's lifespan only once its
 inline calls are over (cancelled, then waited for, shielded, at most ``grace``), so a new
 incarnation never sees a call of the one before.
