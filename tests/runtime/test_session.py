@@ -411,3 +411,46 @@ async def test_a_session_and_the_toolkit_run_a_call_the_same_way() -> None:
         ]
         for name, input in calls:
             assert await session.call(name, input) == await toolkit.call(name, input)
+
+
+class Gated(Reporting):
+    """Reporting, whose ``work`` reports its text, then waits for ``release`` before its steps."""
+
+    honours_cancellation = True
+
+    def __init__(self) -> None:
+        self.release = anyio.Event()
+
+    async def call(self, tool: str, input: JsonObject) -> JsonValue:
+        on_progress = listener()
+        if on_progress is not None:
+            await report(on_progress, at.Progress(progress=0, message=str(input.get("who"))))
+        await self.release.wait()
+        return await super().call(tool, input)
+
+
+async def test_two_sessions_calling_at_once_each_hear_only_their_calls_progress() -> None:
+    told: dict[str, list[str | None]] = {"a": [], "b": []}
+
+    source = Gated()
+    async with at.Runtime() as runtime:
+        # One slot: `a` runs inline, `b` goes through the mailbox and waits for the slot.
+        ref = await runtime.spawn(source, max_concurrency=1)
+        await anyio.wait_all_tasks_blocked()
+        kit = at.assemble([at.Member(ref, await ref.discover())], allow_all)
+        async with anyio.create_task_group() as tasks:
+            for who in ("a", "b"):
+
+                async def call(who: str = who) -> None:
+                    def hear(name: str, progress: at.Progress) -> None:
+                        told[who].append(progress.message)
+
+                    async with at.Session(kit, approve=never_asked, on_progress=hear) as session:
+                        assert await session.call("job__work", {"who": who}) == {"listened": True}
+
+                tasks.start_soon(call)
+                await anyio.wait_all_tasks_blocked()
+            assert ref.statistics().in_flight == 1
+            assert ref.statistics().queued == 1
+            source.release.set()
+    assert told == {"a": ["a", "1", "2"], "b": ["b", "1", "2"]}

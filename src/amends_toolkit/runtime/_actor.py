@@ -13,7 +13,8 @@ starts inline in an incarnation that is ending, as none starts in a worker). Tha
 the two hops through the mailbox (caller to worker and back); the call has a cancel scope of its
 own, with its deadline, which a stop or the incarnation's end cancels as a worker's. Slots
 (``max_concurrency`` of them) bound inline calls and worker calls together: a worker that took a
-request while inline calls hold every slot waits for one, ahead of any newcomer. Each incarnation
+request while inline calls hold every slot waits for one, ahead of any newcomer (and should the
+incarnation end meanwhile, puts the request back first in the mailbox). Each incarnation
 keeps its own slots and calls (:class:`_Life`), and leaves its source's lifespan only once its
 inline calls are over (cancelled, then waited for, shielded, at most ``grace``), so a new
 incarnation never sees a call of the one before.
@@ -91,7 +92,7 @@ class Actor:
         self._grace = grace
         self._pool = 0  # workers of the current incarnation
         self._idle = 0  # of which wait for a request
-        self._held = 0  # of which hold a request and wait for a slot
+        self._held: set[Request] = set()  # requests workers took, waiting for a slot
         self._life: _Life | None = None
         self._scope: anyio.CancelScope | None = None
         self._stopping = False
@@ -105,7 +106,7 @@ class Actor:
         """Queued and running requests (inline calls too), restarts so far, and the state."""
         life = self._life
         return ActorStatistics(
-            queued=len(self.mailbox) + self._held,
+            queued=len(self.mailbox) + len(self._held),
             in_flight=0 if life is None else len(life.running),
             restarts=self.restarts,
             state=self.state,
@@ -133,10 +134,10 @@ class Actor:
     def close(self, state: ActorState, why: str) -> None:
         """The actor is over: answer every request left, queued or running, and take no more."""
         self.state = state
-        # Running requests are answered where they run; any left here belong to an actor
-        # whose source ignores cancellation, which the supervisor abandons.
+        # Running requests (and those waiting for a slot) are answered where they run; any left
+        # here belong to an actor whose source ignores cancellation, which the supervisor abandons.
         running = [] if self._life is None else list(self._life.running)
-        for request in [*self.mailbox.close(why), *running]:
+        for request in [*self.mailbox.close(why), *self._held, *running]:
             request.fail(UnavailableError(source=self.name, message=why))
 
     def inline(self, request: Request) -> Coroutine[object, object, object] | None:
@@ -274,15 +275,22 @@ class Actor:
         if request.deadline != math.inf:
             scope.deadline = request.deadline
         slotted = life.slots.take_now()
+        requeued = False
         try:
             if not slotted:
                 # Inline calls hold every slot: wait for one, ahead of newcomers, within the
                 # request's deadline (and its caller may still leave).
-                self._held += 1
+                self._held.add(request)
                 try:
                     await life.slots.take()
+                except BaseException:
+                    # The incarnation ended before the call ran: it waits, first in line, for
+                    # the next one, as the requests still in the mailbox do.
+                    if not (scope.cancel_called or self._stopping or request.abandoned):
+                        requeued = self.mailbox.requeue(request)
+                    raise
                 finally:
-                    self._held -= 1
+                    self._held.discard(request)
                 slotted = True
                 if self._stopping:
                     request.fail(UnavailableError(source=self.name, message=_STOPPED))
@@ -294,7 +302,7 @@ class Actor:
             if slotted:
                 life.running.discard(request)
                 life.slots.give_back()
-            if not request.done:
+            if not (request.done or requeued):
                 self._unanswered(life, request, cancelled=scope.cancel_called)
             if request.deadline != math.inf and not scope.cancel_called:
                 scope.deadline = math.inf

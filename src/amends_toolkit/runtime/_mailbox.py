@@ -2,10 +2,12 @@
 
 It holds up to ``size`` requests besides those an idle worker is about to take (so ``size=0``
 hands a request only to a worker that waits for one, as a memory stream of buffer 0 does); a
-caller beyond that waits for room (backpressure). Waiting is on one-shot waiters, which are the
-loop's futures on asyncio: the cheapest wake-up there is, since the mailbox is the hop every call
-of an actor takes. As in ``asyncio.Queue``, a request stays in the queue until a worker takes it,
-and a waiter woken and then cancelled passes its turn on, so no request and no room is lost.
+caller beyond that waits for room (backpressure), in turn: a newcomer never overtakes a caller
+that waits (nor does an inline call: :attr:`Mailbox.ready`), and one woken keeps its turn until
+it runs. Waiting is on one-shot waiters, which are the loop's futures on asyncio: the cheapest
+wake-up there is, since the mailbox is the hop every call of an actor takes. As in
+``asyncio.Queue``, a request stays in the queue until a worker takes it, and a waiter woken and
+then cancelled passes its turn on, so no request and no room is lost.
 
 :class:`Slots` bounds the calls that run at once in an actor, those its workers took from the
 mailbox and those run in their callers' own tasks, with the same waiters and the same care.
@@ -62,28 +64,39 @@ class Mailbox:
         return self._closed
 
     async def put(self, request: Request) -> None:
-        """Queue a request, waiting for room when the mailbox is full.
+        """Queue a request, waiting for room when the mailbox is full, behind any caller that
+        waits already (one woken keeps its turn until it runs).
 
         Raises:
             anyio.ClosedResourceError: the mailbox is closed (the actor stopped or gave up).
         """
-        while True:
-            if self._closed:
-                raise anyio.ClosedResourceError
-            if len(self._queue) < self._size or self._getters:
-                self._queue.append(request)
-                _wake(self._getters)
-                return
-            waiter = self._new()
-            self._putters.append(waiter)
-            try:
+        if self._closed:
+            raise anyio.ClosedResourceError
+        if not self._putters and self._room():
+            self._queue.append(request)
+            _wake(self._getters)
+            return
+        waiter = self._new()
+        self._putters.append(waiter)
+        try:
+            while True:
                 await waiter
                 # A caller cancelled while it waited must not send now: on asyncio, anyio
                 # delivers a cancellation to a task woken at the same moment only later.
                 await anyio.lowlevel.checkpoint_if_cancelled()
-            except BaseException:
-                _leave(self._putters, waiter)
-                raise
+                if self._closed:
+                    raise anyio.ClosedResourceError
+                if self._room():
+                    break
+                # The room went before it ran (a worker left): it waits again, still first.
+                index = self._putters.index(waiter)
+                waiter = self._putters[index] = self._new()
+            self._queue.append(request)
+            _wake(self._getters)
+        finally:
+            with suppress(ValueError):  # close() took it off the line already
+                self._putters.remove(waiter)
+            self._call_putter()  # the room left, or the turn it was given, goes to the next
 
     async def get(self) -> Request:
         """Take the oldest request, waiting for one.
@@ -97,15 +110,36 @@ class Mailbox:
             waiter = self._new()
             self._getters.append(waiter)
             # A caller that waits to put (in a mailbox of size 0) can now hand its request over.
-            _wake(self._putters)
+            self._call_putter()
             try:
                 await waiter
             except BaseException:
                 _leave(self._getters, waiter)
                 raise
         request = self._queue.popleft()
-        _wake(self._putters)
+        self._call_putter()
         return request
+
+    def _room(self) -> bool:
+        """Whether a request can be put now: below ``size``, or a worker waits for one."""
+        return len(self._queue) < self._size or bool(self._getters)
+
+    def _call_putter(self) -> None:
+        """Wake the first caller waiting to put if there is room for it (once: it stays first in
+        line until it runs, so no newcomer and no later caller overtakes it)."""
+        if self._putters and self._room():
+            first = self._putters[0]
+            if not first.done():
+                first.set_result(None)
+
+    def requeue(self, request: Request) -> bool:
+        """Put a request taken but never run back at the head of the line; ``False`` (and
+        nothing done) if the mailbox is closed."""
+        if self._closed:
+            return False
+        self._queue.appendleft(request)
+        _wake(self._getters)
+        return True
 
     def close(self, why: str) -> list[Request]:
         """Take no more requests (``why`` says why); wake every waiting task, give those left."""

@@ -28,7 +28,8 @@ a ``BaseException``    it reaches its caller as it was raised
 the actor crashes      running calls (inline ones too) get ``UnavailableError`` with the
                        crash's cause; the source's lifespan is left once its inline calls are
                        over (at most ``grace``); a ``permanent`` or ``transient`` child is
-                       restarted from fresh state, and queued calls wait for the new incarnation
+                       restarted from fresh state, and queued calls (those waiting for a slot
+                       too) wait for the new incarnation
 it ends by itself      (``NormalExit``) only a ``permanent`` child is restarted
 more than              the supervisor gives up (a ``temporary`` child at its first crash):
 ``intensity`` crashes  every queued and later call gets ``UnavailableError``, never a hang,
@@ -37,7 +38,8 @@ the child is stopped   (``runtime.stop(ref)``, or the runtime stops) every queue
                        call (inline too) gets ``UnavailableError``; the runtime forgets the child
 it ignores a stop      after ``grace`` it is abandoned: its callers are answered, the runtime
                        forgets it and logs ``actor.abandoned`` naming it
-the mailbox is full    the caller waits to send (backpressure), within its own cancel scope
+the mailbox is full    the caller waits to send (backpressure), within its own cancel scope,
+                       in turn: no later caller, inline or not, overtakes it
 =====================  ======================================================================
 """
 
