@@ -6,7 +6,7 @@ from trio.testing import MockClock
 
 import amends_toolkit as at
 from amends_toolkit import JsonObject, JsonValue
-from amends_toolkit._progress import listener, report
+from amends_toolkit._progress import listener, listening, report
 
 from .toolkit_sources import CLOSED, Gate, Recording, allow_all, define, raising
 
@@ -373,6 +373,20 @@ async def test_progress_crosses_the_actor_to_the_session_that_asked_for_it() -> 
         ("job__work", at.Progress(progress=1, total=2, message="1")),
         ("job__work", at.Progress(progress=2, total=2, message="2")),
     ]
+
+
+async def test_a_session_without_on_progress_hides_the_listener_of_the_call_around_it() -> None:
+    # A quiet session's call made while an outer call is listened to (a tool that runs a tool)
+    # tells the outer listener nothing; with no listener around, it sets none either.
+    told: list[at.Progress] = []
+    kit = at.source_toolkit(Reporting(), [define("work")])
+    async with at.Session(kit, approve=never_asked) as quiet:
+        with listening(told.append):
+            assert await quiet.call("work", {}) == {"listened": False}
+            assert listener() is not None
+        assert await quiet.call("work", {}) == {"listened": False}
+        assert listener() is None
+    assert told == []
 
 
 async def test_a_listener_that_fails_does_not_fail_the_call() -> None:
