@@ -111,7 +111,9 @@ _ASKING: ContextVar[Ask | None] = ContextVar("amends_toolkit.asking", default=No
 
 
 def asking() -> Ask | None:
-    """How the Session running the current call asks a person, or ``None`` outside a Session.
+    """How the Session running the current call asks a person, or ``None`` outside a Session
+    and in a source's own call (which makes no calls of the toolkit's; over an actor it runs in
+    another task, which could not see it either).
 
     For a presentation's tool that makes calls of its own in the middle of its call (code mode
     with ``approval="ask"``): it asks through the same ``approve`` the Session was given, and the
@@ -478,7 +480,8 @@ async def run_tool(
     # with many calls at once the garbage collector walks them all at each young collection.
     # No deadline, no cancel scope: a call's own cancellation needs none.
     deadline = None if timeout is None else anyio.move_on_after(timeout)
-    ask = options.ask(deadline)
+    # Only a tool with a handler of its own asks through the call's Session (see asking()).
+    ask = None if entry._handler is None else options.ask(deadline)
     token = None if ask is None else _ASKING.set(ask)
     try:
         if deadline is None:
