@@ -68,8 +68,26 @@ class _Listening:
         _listener.reset(self._token)
 
 
+class _Unchanged:
+    """The block of :func:`listening` when no one listens and no one did: nothing to set."""
+
+    __slots__ = ()
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+_UNCHANGED = _Unchanged()
+
+
 def listening(on_progress: OnProgress | None) -> AbstractContextManager[None]:
     """Run the block's calls with ``on_progress`` told their progress (``None``: no one)."""
+    if on_progress is None and _listener.get() is None:
+        # Already no one: setting it again would cost a token and a context for each call.
+        return _UNCHANGED
     return _Listening(on_progress)
 
 

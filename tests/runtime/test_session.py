@@ -6,9 +6,10 @@ from trio.testing import MockClock
 
 import amends_toolkit as at
 from amends_toolkit import JsonObject, JsonValue
-from amends_toolkit._progress import listener, report
+from amends_toolkit._progress import listener, listening, report
+from amends_toolkit.runtime import Tool, ToolEntry, Toolkit, asking
 
-from .toolkit_sources import CLOSED, Gate, Recording, allow_all, define, raising
+from .toolkit_sources import CLOSED, OPEN, Gate, Recording, allow_all, define, raising
 
 pytestmark = pytest.mark.anyio
 
@@ -375,6 +376,51 @@ async def test_progress_crosses_the_actor_to_the_session_that_asked_for_it(inlin
         ("job__work", at.Progress(progress=1, total=2, message="1")),
         ("job__work", at.Progress(progress=2, total=2, message="2")),
     ]
+
+
+async def test_a_session_without_on_progress_hides_the_listener_of_the_call_around_it() -> None:
+    # A quiet session's call made while an outer call is listened to (a tool that runs a tool)
+    # tells the outer listener nothing; with no listener around, it sets none either.
+    told: list[at.Progress] = []
+    kit = at.source_toolkit(Reporting(), [define("work")])
+    async with at.Session(kit, approve=never_asked) as quiet:
+        with listening(told.append):
+            assert await quiet.call("work", {}) == {"listened": False}
+            assert listener() is not None
+        assert await quiet.call("work", {}) == {"listened": False}
+        assert listener() is None
+    assert told == []
+
+
+class Asking:
+    """A source that says whether its call could ask the Session's person."""
+
+    name = "src"
+
+    async def discover(self) -> list[at.ToolDefinition]:
+        return [define("look")]
+
+    async def call(self, tool: str, input: JsonObject) -> JsonValue:
+        return {"asks": asking() is not None}
+
+
+async def test_a_sessions_asking_reaches_a_tools_handler_and_not_a_sources_call() -> None:
+    async def handler(input: JsonObject) -> JsonValue:
+        return {"asks": asking() is not None}
+
+    source = Asking()
+    entries = [
+        *at.source_toolkit(source, await source.discover()).entries(),
+        ToolEntry(
+            tool=Tool(name="own", description="Its own.", input_schema=OPEN), handler=handler
+        ),
+    ]
+    kit = Toolkit.from_entries(entries)
+    for timeout in (None, 5.0):
+        async with at.Session(kit, approve=never_asked, timeout=timeout) as session:
+            assert await session.call("own", {}) == {"asks": True}
+            assert await session.call("look", {}) == {"asks": False}
+    assert await kit.call("own", {}) == {"asks": False}
 
 
 async def test_a_listener_that_fails_does_not_fail_the_call() -> None:

@@ -217,7 +217,7 @@ class McpHttpSource:
         Cancellation stops the request and closes its response stream.
         """
         live = self._running()
-        return await self._bounded("tools/list", lambda: self._list_tools(live))
+        return await self._bounded("tools/list", self._list_tools(live))
 
     async def call(self, tool: str, input: JsonObject) -> JsonValue:
         """Run a tool: its structured content when it gave some, else its content blocks.
@@ -234,7 +234,7 @@ class McpHttpSource:
         """
         check_input(self._name, input, max_depth=self._max_depth)
         live = self._running()
-        return await self._bounded("tools/call", lambda: self._call(live, tool, input))
+        return await self._bounded("tools/call", self._call(live, tool, input))
 
     @asynccontextmanager
     async def lifespan(self) -> AsyncIterator[None]:
@@ -324,15 +324,16 @@ class McpHttpSource:
             message, headers = None, (await self._ensure_session(live)).headers
         await self._wire.listen(message, headers=headers, on_notification=notified)
 
-    async def _bounded(self, method: str, operation: Callable[[], Awaitable[_T]]) -> _T:
+    async def _bounded(self, method: str, operation: Awaitable[_T]) -> _T:
         """Run an operation under the source's ``timeout``, its protocol failures as reasons.
 
         One deadline over the whole operation: a server's keep-alive comments reset the
-        client's read timeout, so they cannot stand in for it.
+        client's read timeout, so they cannot stand in for it. The operation is given as the
+        coroutine it is, not a function that makes it: a call in flight holds no closure.
         """
         with anyio.move_on_after(self._timeout):
             try:
-                return await operation()
+                return await operation
             except WIRE_ERRORS as error:
                 raise wire_error(self._name, error, method=method) from None
         raise UnavailableError(

@@ -111,7 +111,9 @@ _ASKING: ContextVar[Ask | None] = ContextVar("amends_toolkit.asking", default=No
 
 
 def asking() -> Ask | None:
-    """How the Session running the current call asks a person, or ``None`` outside a Session.
+    """How the Session running the current call asks a person, or ``None`` outside a Session
+    and in a source's own call (which makes no calls of the toolkit's; over an actor it runs in
+    another task, which could not see it either).
 
     For a presentation's tool that makes calls of its own in the middle of its call (code mode
     with ``approval="ask"``): it asks through the same ``approve`` the Session was given, and the
@@ -414,6 +416,22 @@ class CallOptions:
     timeout: float | None = None
     on_error: OnError | None = None
     asks_a_person: bool = False
+    _ask: Ask | None = attrs.field(init=False, eq=False, repr=False)
+    """How a running call asks through ``approve`` when the call has no deadline: made once,
+    not per call."""
+
+    @_ask.default
+    def _ask_default(self) -> Ask | None:
+        if not self.asks_a_person or self.approve is None:
+            return None
+        return functools.partial(_approves, self.approve)
+
+    def ask(self, deadline: anyio.CancelScope | None) -> Ask | None:
+        """How a call under ``deadline`` asks a person, or ``None`` when nobody is asked."""
+        if self._ask is None or deadline is None:
+            return self._ask
+        assert self.approve is not None  # _ask is made only with one
+        return functools.partial(_asks_untimed, self.approve, deadline)
 
 
 def _approved(name: str, input: JsonObject) -> bool:
@@ -458,41 +476,38 @@ async def run_tool(
         if not await _approves(approve, name, input):
             _log.info("call.denied", tool=name)
             return ToolResult.failed(DENIED)
-    if timeout is None:
-        # No deadline, no cancel scope: a call's own cancellation needs none.
-        result = await _run(entry, input, options, None)
+    # One coroutine for the whole call: a call in flight holds every frame of its chain, and
+    # with many calls at once the garbage collector walks them all at each young collection.
+    # No deadline, no cancel scope: a call's own cancellation needs none.
+    deadline = None if timeout is None else anyio.move_on_after(timeout)
+    # Only a tool with a handler of its own asks through the call's Session (see asking()).
+    ask = None if entry._handler is None else options.ask(deadline)
+    token = None if ask is None else _ASKING.set(ask)
+    try:
+        if deadline is None:
+            value = await entry.run(input)
+        else:
+            value = None
+            with deadline:
+                value = await entry.run(input)
+    except Exception as error:  # noqa: BLE001 - every failure is a result (see _failed)
+        result = _failed(entry, error)
     else:
-        with anyio.move_on_after(timeout) as deadline:
-            result = await _run(entry, input, options, deadline)
-        if deadline.cancelled_caught:
-            _log.info("call.timed_out", tool=name, source=entry.source_name, timeout=timeout)
-            error = UnavailableError(
-                source=entry.source_name, message=f"the call took longer than {timeout} seconds"
-            )
-            result = ToolResult.failed(error.to_failure(), error)
+        result = ToolResult(value=value)
+    finally:
+        if token is not None:
+            _ASKING.reset(token)
+    if deadline is not None and deadline.cancelled_caught:
+        _log.info("call.timed_out", tool=name, source=entry.source_name, timeout=timeout)
+        late = UnavailableError(
+            source=entry.source_name, message=f"the call took longer than {timeout} seconds"
+        )
+        result = ToolResult.failed(late.to_failure(), late)
     if result.error is not None and options.on_error is not None:
         seen = options.on_error(name, result.error)
         if inspect.isawaitable(seen):
             await seen
     return result
-
-
-async def _run(
-    entry: ToolEntry, input: JsonObject, options: CallOptions, deadline: anyio.CancelScope | None
-) -> ToolResult:
-    approve = options.approve
-    if not options.asks_a_person or approve is None:
-        return await run_entry(entry, input)
-    ask: Ask = (
-        functools.partial(_approves, approve)
-        if deadline is None
-        else functools.partial(_asks_untimed, approve, deadline)
-    )
-    token = _ASKING.set(ask)
-    try:
-        return await run_entry(entry, input)
-    finally:
-        _ASKING.reset(token)
 
 
 async def _approves(approve: Approve, name: str, input: JsonObject) -> bool:
@@ -534,7 +549,15 @@ async def run_entry(entry: ToolEntry, input: JsonObject) -> ToolResult:
     """Run an entry's handler with a checked input; every failure becomes a result."""
     try:
         value = await entry.run(input)
-    except ToolSourceError as error:
+    except Exception as error:  # noqa: BLE001 - every failure is a result (see _failed)
+        return _failed(entry, error)
+    return ToolResult(value=value)
+
+
+def _failed(entry: ToolEntry, error: Exception) -> ToolResult:
+    """The result of an entry's run that raised ``error``: a ``ToolSourceError`` as its
+    failure, a ``Failure`` as itself, anything else as a defect."""
+    if isinstance(error, ToolSourceError):
         _log.info(
             "call.failed",
             tool=entry.name,
@@ -543,15 +566,14 @@ async def run_entry(entry: ToolEntry, input: JsonObject) -> ToolResult:
             retryable=error.retryable,
         )
         return ToolResult.failed(error.to_failure(), error)
-    except Failure as failure:
-        _log.info("call.failed", tool=entry.name, reason=failure.code)
-        return ToolResult.failed(failure)
-    except Exception as defect:  # noqa: BLE001 - a defect: the host reads it in the log, the model reads "the source failed"
-        _log.error("call.defect", tool=entry.name, source=entry.source_name, exc_info=defect)
-        unknown = UnknownError(source=entry.source_name)
-        unknown.__cause__ = defect
-        return ToolResult.failed(unknown.to_failure(), unknown)
-    return ToolResult(value=value)
+    if isinstance(error, Failure):
+        _log.info("call.failed", tool=entry.name, reason=error.code)
+        return ToolResult.failed(error)
+    # A defect: the host reads it in the log, the model reads "the source failed".
+    _log.error("call.defect", tool=entry.name, source=entry.source_name, exc_info=error)
+    unknown = UnknownError(source=entry.source_name)
+    unknown.__cause__ = error
+    return ToolResult.failed(unknown.to_failure(), unknown)
 
 
 def _origin(entry: ToolEntry) -> tuple[str, str]:
