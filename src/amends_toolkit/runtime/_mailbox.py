@@ -125,12 +125,17 @@ class Mailbox:
         return len(self._queue) < self._size or bool(self._getters)
 
     def _call_putter(self) -> None:
-        """Wake the first caller waiting to put if there is room for it (once: it stays first in
-        line until it runs, so no newcomer and no later caller overtakes it)."""
-        if self._putters and self._room():
-            first = self._putters[0]
-            if not first.done():
-                first.set_result(None)
+        """Wake the callers waiting to put, first in line first, as many as there is room for
+        (one woken stays first in line until it runs, so no newcomer and no later caller
+        overtakes it; several are woken at once when several places opened, so that putting
+        never becomes one caller per turn of the loop)."""
+        room = self._size - len(self._queue) + len(self._getters)
+        for waiter in self._putters:
+            if room <= 0:
+                return
+            if not waiter.done():
+                waiter.set_result(None)
+            room -= 1
 
     def requeue(self, request: Request) -> bool:
         """Put a request taken but never run back at the head of the line; ``False`` (and
