@@ -133,6 +133,10 @@ NO_SECRETS: Final = Secrets(())
 """A client with nothing of its own to hide (or a source with no client, such as stdio)."""
 
 
+_NOT_SENT_SECRET: Final = _NOT_SECRET | {"cookie"}
+"""Headers of a request that carry no secret of the host's: those a client sets by itself, and
+``Cookie`` (see :class:`ClientSecrets`)."""
+
 _PATH_TOKEN: Final = re.compile(r"(?=[^/]*[0-9])(?=[^/]*[A-Za-z])[^/]{16,}")
 """A segment of an address's path that is a token, a key or an id, no word: 16 characters or
 more, letters and digits among them (``/api/mcp/s/<key>/mcp``)."""
@@ -194,5 +198,5 @@ def _added(headers: object, sent: Iterable[str]) -> tuple[str, ...]:
     return tuple(
         value
         for name, value in items()
-        if name.lower() not in _NOT_SECRET and name.lower() != "cookie" and value not in ours
+        if name.lower() not in _NOT_SENT_SECRET and value not in ours
     )

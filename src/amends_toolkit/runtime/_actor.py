@@ -127,9 +127,7 @@ class Actor:
             return
         for request in self.mailbox.close(_STOPPED):
             request.fail(UnavailableError(source=self.name, message=_STOPPED))
-        for request in list(life.running):
-            if request.scope is not None:
-                request.scope.cancel()
+        _cancel_running(life)
 
     def close(self, state: ActorState, why: str) -> None:
         """The actor is over: answer every request left, queued or running, and take no more."""
@@ -237,9 +235,7 @@ class Actor:
         if not life.running:
             return
         life.drained = anyio.Event()
-        for request in list(life.running):
-            if request.scope is not None:
-                request.scope.cancel()
+        _cancel_running(life)
         with anyio.move_on_after(self._grace, shield=True):
             await life.drained.wait()
             return
@@ -341,6 +337,13 @@ class Actor:
         else:
             # Cut by the incarnation's end (a crash): answered with its cause once it is known.
             life.cut.append(request)
+
+
+def _cancel_running(life: _Life) -> None:
+    """Cancel every call running in an incarnation, in a worker or in its caller's task."""
+    for request in list(life.running):
+        if request.scope is not None:
+            request.scope.cancel()
 
 
 def described(error: BaseException) -> str:

@@ -96,7 +96,7 @@ class Mailbox:
         finally:
             with suppress(ValueError):  # close() took it off the line already
                 self._putters.remove(waiter)
-            self._call_putter()  # the room left, or the turn it was given, goes to the next
+            self._call_putters()  # the room left, or the turn it was given, goes to the next
 
     async def get(self) -> Request:
         """Take the oldest request, waiting for one.
@@ -110,21 +110,21 @@ class Mailbox:
             waiter = self._new()
             self._getters.append(waiter)
             # A caller that waits to put (in a mailbox of size 0) can now hand its request over.
-            self._call_putter()
+            self._call_putters()
             try:
                 await waiter
             except BaseException:
                 _leave(self._getters, waiter)
                 raise
         request = self._queue.popleft()
-        self._call_putter()
+        self._call_putters()
         return request
 
     def _room(self) -> bool:
         """Whether a request can be put now: below ``size``, or a worker waits for one."""
         return len(self._queue) < self._size or bool(self._getters)
 
-    def _call_putter(self) -> None:
+    def _call_putters(self) -> None:
         """Wake the callers waiting to put, first in line first, as many as there is room for
         (one woken stays first in line until it runs, so no newcomer and no later caller
         overtakes it; several are woken at once when several places opened, so that putting
