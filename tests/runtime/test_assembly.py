@@ -298,14 +298,20 @@ async def test_a_tool_is_made_when_first_used_and_then_kept() -> None:
 
 
 def test_ascii_and_other_characters_are_cleaned_alike() -> None:
-    # Names in ASCII are cleaned through a byte table, others through the pattern: one rule.
+    # Names in ASCII are cleaned through a byte table, others through the pattern: one rule,
+    # in tool_name and in assembly alike.
+    expected = []
     for code in range(0x180):
         character = chr(code)
         kept = character.isascii() and (character.isalnum() or character in "_-")
-        expected = character if kept else "_"
-        assert tool_name("s", character) == f"s__{expected}"
-        assert tool_name("s", f"é{character}") == f"s___{expected}"
-        assert tool_name(f"{character}", "t") == f"{expected}__t"
+        shown = character if kept else "_"
+        assert tool_name("s", character) == f"s__{shown}"
+        assert tool_name("s", f"é{character}") == f"s___{shown}"
+        assert tool_name(f"{character}", "t") == f"{shown}__t"
+        expected += [f"s__{code}{shown}", f"s__{code}_{shown}"]
+    definitions = [define(f"{c}{m}{chr(c)}") for c in range(0x180) for m in ("", "é")]
+    toolkit = at.assemble([at.Member(Recording("s"), definitions)], allow_all)
+    assert list(toolkit.tools) == expected
 
 
 def test_a_member_takes_any_sequence_of_definitions() -> None:
