@@ -163,7 +163,7 @@ def assemble(
     put = codes.setdefault
     clashes: dict[str, list[int]] = {}
     sources: list[ToolSource] = []
-    names: list[str] = []
+    source_names: list[str] = []
     held: list[Sequence[ToolDefinition]] = []
     starts: list[int] = []
     start = 0
@@ -177,7 +177,7 @@ def assemble(
         source_name = source.name
         definitions = member.definitions
         sources.append(source)
-        names.append(source_name)
+        source_names.append(source_name)
         held.append(definitions)
         starts.append(start)
         prefix = _clean(source_name) + "__"  # the source's part of each name, made once
@@ -202,7 +202,7 @@ def assemble(
         start += len(definitions)
     tools = SourceTools(
         sources=tuple(sources),
-        source_names=tuple(names),
+        source_names=tuple(source_names),
         definitions=tuple(held),
         starts=tuple(starts),
     )
