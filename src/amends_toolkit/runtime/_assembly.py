@@ -197,7 +197,7 @@ def assemble(
                 name = _cut(name, max_name_length)
             code = (position << 1) | approval
             first = put(name, code)
-            if first is not code:
+            if first is not code:  # another tool's code (codes are distinct) holds the name
                 clashes.setdefault(name, [cast("int", first)]).append(code)
         start += len(definitions)
     tools = SourceTools(
