@@ -1,9 +1,9 @@
 """Costs as the work grows, each against a baseline measured in the same run:
 
-- assembling 1,000, 10,000 and 100,000 tools, against making the same ``<source>__<tool>`` names
-  in a dict, and whether it grows linearly (100,000 against ten times 10,000), with and without
-  the time the cyclic garbage collector took inside the timed run (it runs full collections at
-  100,000 tools and none at 10,000: see bench/NOTES.md);
+- assembling 1,000, 10,000 and 100,000 tools cold (each run in a fresh interpreter, in CPU
+  time), against making the same ``<source>__<tool>`` names in a dict, and whether it grows
+  linearly (100,000 against ten times 10,000), with the time the cyclic garbage collector took
+  inside the timed run and the fresh pages it faulted in (see bench/NOTES.md);
 - the catalog codec: dump and load 10,000 definitions, against the same dicts made and read by
   hand;
 - input validation: the library's validator (jsonschema-rs, compiled once per tool) against the
@@ -16,11 +16,14 @@ from __future__ import annotations
 
 import functools
 import gc
+import json
+import resource
 import statistics
 import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 import jsonschema  # type: ignore[import-untyped]
 
@@ -67,31 +70,52 @@ def by_hand_names(member: at.Member) -> dict[str, at.ToolDefinition]:
     return {f"{member.source.name}__{d.name}": d for d in member.definitions}
 
 
-def timed_with_collector(function: Callable[[], object], times: int = 3) -> tuple[float, float]:
-    """The shortest of ``times`` runs (garbage collected before each, as ``best_of``), and the
-    time the cyclic collector took inside that run, both in seconds (read with ``gc.callbacks``)."""
+SIZES = (1_000, 10_000, 100_000)
+ROUNDS = 5
+SUBJECTS = ("assemble", "names")
+
+
+def cold_run(subject: str, size: int) -> dict[str, float]:
+    """One cold run, in this (fresh) interpreter: ``size`` definitions made, collected, then
+    assembled once (``"assemble"``) or named in a dict (``"names"``). Gives its CPU time, the
+    part of it the cyclic collector took (read with ``gc.callbacks``), and the fresh pages it
+    faulted in, both sizes alike in memory the process never used before."""
+    member = at.Member(Nowhere(), definitions(size))
+    function: Callable[[], object] = (
+        functools.partial(at.assemble, [member], lambda _, __: "allow")
+        if subject == "assemble"
+        else functools.partial(by_hand_names, member)
+    )
     spent, started_at = [0.0], [0.0]
 
     def watch(phase: str, _info: dict[str, int]) -> None:
         if phase == "start":
-            started_at[0] = time.perf_counter()
+            started_at[0] = time.process_time()
         else:
-            spent[0] += time.perf_counter() - started_at[0]
+            spent[0] += time.process_time() - started_at[0]
 
-    best, collector = float("inf"), 0.0
+    gc.collect()
     gc.callbacks.append(watch)
-    try:
-        for _ in range(times):
-            gc.collect()
-            spent[0] = 0.0
-            started = time.perf_counter()
-            function()
-            elapsed = time.perf_counter() - started
-            if elapsed < best:
-                best, collector = elapsed, spent[0]
-    finally:
-        gc.callbacks.remove(watch)
-    return best, collector
+    faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    started = time.process_time()
+    function()
+    elapsed = time.process_time() - started
+    faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults
+    gc.callbacks.remove(watch)
+    return {"seconds": elapsed, "collector": spent[0], "faults": faults}
+
+
+def cold(subject: str, size: int) -> dict[str, float]:
+    """:func:`cold_run` in a fresh interpreter."""
+    run = subprocess.run(
+        [sys.executable, "-m", "bench.costs", subject, str(size)],
+        check=True,
+        capture_output=True,
+        text=True,
+        cwd=Path(__file__).resolve().parent.parent,
+    )
+    result: dict[str, float] = json.loads(run.stdout)
+    return result
 
 
 FLOOR_GROWTH = "the names in a dict, 100,000 against 10,000 (linear is 10)"
@@ -99,50 +123,66 @@ FLOOR_GROWTH = "the names in a dict, 100,000 against 10,000 (linear is 10)"
 
 
 def assembly() -> list[Measure]:
-    measures, times, own, floor = [], {}, {}, {}
-    source = Nowhere()
-    for size in (1_000, 10_000, 100_000):
-        member = at.Member(source, definitions(size))
-        baseline = best_of(functools.partial(by_hand_names, member))
-        whole, collector = timed_with_collector(
-            functools.partial(at.assemble, [member], lambda _, __: "allow")
-        )
-        times[size], own[size], floor[size] = whole, whole - collector, baseline
+    """Cold assembly: every run in a fresh interpreter, so that 10,000 tools cannot reuse the
+    memory an earlier run freed while 100,000 fault in fresh pages (in one process they did: a
+    run of 10,000 faulted no page, one of 100,000 thousands). Medians of ``ROUNDS`` rounds, each
+    running every size and subject in turn; a growth is the median of the rounds' ratios."""
+    runs: dict[tuple[str, int], list[dict[str, float]]] = {}
+    for _ in range(ROUNDS):
+        for size in SIZES:
+            for subject in SUBJECTS:
+                runs.setdefault((subject, size), []).append(cold(subject, size))
+
+    def median(subject: str, size: int, key: str) -> float:
+        return statistics.median(run[key] for run in runs[subject, size])
+
+    def growth(subject: str, own: bool = False) -> float:
+        def time_of(run: dict[str, float]) -> float:
+            return run["seconds"] - (run["collector"] if own else 0.0)
+
+        pairs = zip(runs[subject, 100_000], runs[subject, 10_000], strict=True)
+        return statistics.median(time_of(large) / time_of(small) for large, small in pairs)
+
+    measures = []
+    for size in SIZES:
         measures += [
             Measure(
                 group="assembly",
-                subject=f"assemble {size:,} tools",
-                value=whole * 1000,
+                subject=f"assemble {size:,} tools, cold (CPU)",
+                value=median("assemble", size, "seconds") * 1000,
                 unit="ms",
                 baseline="the names in a dict",
-                baseline_value=baseline * 1000,
+                baseline_value=median("names", size, "seconds") * 1000,
             ),
             Measure(
                 group="assembly",
                 subject=f"of which the cyclic garbage collector, {size:,} tools",
-                value=collector * 1000,
+                value=median("assemble", size, "collector") * 1000,
                 unit="ms",
+            ),
+            Measure(
+                group="assembly",
+                subject=f"fresh pages faulted in, {size:,} tools",
+                value=median("assemble", size, "faults"),
+                unit="pages",
+                baseline="the names in a dict",
+                baseline_value=median("names", size, "faults"),
             ),
         ]
     measures += [
         Measure(
             group="assembly",
             subject="100,000 tools against 10,000 (linear is 10)",
-            value=times[100_000] / times[10_000],
+            value=growth("assemble"),
             unit="x",
         ),
         Measure(
             group="assembly",
             subject="the same without the collector's time (linear is 10)",
-            value=own[100_000] / own[10_000],
+            value=growth("assemble", own=True),
             unit="x",
         ),
-        Measure(
-            group="assembly",
-            subject=FLOOR_GROWTH,
-            value=floor[100_000] / floor[10_000],
-            unit="x",
-        ),
+        Measure(group="assembly", subject=FLOOR_GROWTH, value=growth("names"), unit="x"),
     ]
     return measures
 
@@ -269,3 +309,7 @@ def run() -> list[Measure]:
         print(f"  {step.__name__}", flush=True)
         measures += step()
     return measures
+
+
+if __name__ == "__main__":  # one cold run, for assembly(): python -m bench.costs SUBJECT SIZE
+    print(json.dumps(cold_run(sys.argv[1], int(sys.argv[2]))))

@@ -253,22 +253,65 @@ def test_building_contacts_no_source_and_compiles_no_validator(
     assert compiled == []
 
 
-def test_a_tool_costs_the_collector_two_objects_and_its_route() -> None:
-    # The cyclic collector walks every object assembly keeps: a Tool and its entry per tool,
-    # and the route (a tuple of strings, which the collector soon stops tracking); no handler
-    # object, no list or dict copied between.
-    definitions = [define(f"t{i}", CLOSED) for i in range(2_000)]
+def test_an_assembled_tool_costs_the_collector_nothing() -> None:
+    # The cyclic collector walks every object it tracks: assembly keeps per tool only its name
+    # and an int (strings, ints and a dict of them are untracked), so however many tools, it
+    # adds a constant few objects and never brings on a full collection. Entries are made when
+    # a tool is first used.
+    definitions = [define(f"t.{i}", CLOSED) for i in range(2_000)]
     member = at.Member(Untouchable("s"), definitions)
     gc.collect()
     gc.disable()
     try:
         before = len(gc.get_objects())
-        toolkit = at.assemble([member], allow_all)
+        toolkit = at.assemble([member], lambda _, d: "approve" if d.name < "t.5" else "allow")
         kept = len(gc.get_objects()) - before
     finally:
         gc.enable()
     assert len(toolkit) == 2_000
-    assert kept <= 3 * 2_000 + 10
+    assert kept <= 10
+
+
+async def test_a_tool_is_made_when_first_used_and_then_kept() -> None:
+    source = Recording("s")
+    toolkit = at.assemble(
+        [
+            at.Member(Recording("r"), [define("x")]),
+            at.Member(source, [define("a", CLOSED), define("b")]),
+        ],
+        lambda _, d: "approve" if d.name == "b" else "allow",
+    )
+    assert toolkit.source_tool("s__b") == ("s", "b")
+    made = toolkit.entry("s__a")
+    assert await toolkit.call("s__a", {"id": 1}) == {
+        "source": "s",
+        "tool": "a",
+        "input": {"id": 1},
+    }
+    assert toolkit.entry("s__a") is made
+    assert made.route == ("s", "a")
+    assert list(toolkit.tools) == ["r__x", "s__a", "s__b"]  # order kept where it was made
+    assert [entry.name for entry in toolkit.entries()] == ["r__x", "s__a", "s__b"]
+    assert toolkit.tools["s__b"].needs_approval is True
+    assert toolkit.tools["s__a"] is made.tool
+    assert source.calls == [("a", {"id": 1})]
+
+
+def test_ascii_and_other_characters_are_cleaned_alike() -> None:
+    # Names in ASCII are cleaned through a byte table, others through the pattern: one rule,
+    # in tool_name and in assembly alike.
+    expected = []
+    for code in range(0x180):
+        character = chr(code)
+        kept = character.isascii() and (character.isalnum() or character in "_-")
+        shown = character if kept else "_"
+        assert tool_name("s", character) == f"s__{shown}"
+        assert tool_name("s", f"é{character}") == f"s___{shown}"
+        assert tool_name(f"{character}", "t") == f"{shown}__t"
+        expected += [f"s__{code}{shown}", f"s__{code}_{shown}"]
+    definitions = [define(f"{c}{m}{chr(c)}") for c in range(0x180) for m in ("", "é")]
+    toolkit = at.assemble([at.Member(Recording("s"), definitions)], allow_all)
+    assert list(toolkit.tools) == expected
 
 
 def test_a_member_takes_any_sequence_of_definitions() -> None:

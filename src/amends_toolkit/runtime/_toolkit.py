@@ -36,6 +36,7 @@ entry runs the same in every toolkit that holds it.
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import functools
 import inspect
@@ -43,12 +44,12 @@ import math
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from types import MappingProxyType
-from typing import TYPE_CHECKING, TypeAlias, cast
+from typing import TypeAlias, cast
 
 import anyio
 import attrs
 
-from amends_toolkit._definitions import Annotations
+from amends_toolkit._definitions import Annotations, ToolDefinition
 from amends_toolkit._errors import (
     Failure,
     NameClash,
@@ -62,9 +63,6 @@ from amends_toolkit._log import get_logger
 from amends_toolkit.runtime._source import ToolSource
 from amends_toolkit.runtime._validation import InputValidator, validator_for
 
-if TYPE_CHECKING:
-    from amends_toolkit._definitions import ToolDefinition
-
 __all__ = (
     "DENIED",
     "NEEDS_APPROVAL",
@@ -73,6 +71,7 @@ __all__ = (
     "CallOptions",
     "NeedsApproval",
     "OnError",
+    "SourceTools",
     "Tool",
     "ToolEntry",
     "ToolHandler",
@@ -292,6 +291,45 @@ class ToolResult:
         return cls(value=failure.to_json(), failure=failure, error=error)
 
 
+@attrs.frozen(kw_only=True)
+class SourceTools:
+    """The sources of an assembled toolkit and their definitions, in assembly order: what its
+    entries are made from when first used.
+
+    An assembled toolkit keeps, per tool, only its name and a code (an int): the tool's position
+    over every member's definitions, doubled, plus one when it needs approval. Strings and ints
+    are nothing the cyclic collector tracks, nor is a dict of them, so assembling costs the
+    collector nothing per tool however many there are.
+
+    Attributes:
+        sources: Each member's source.
+        source_names: Each source's name, read once at assembly.
+        definitions: Each member's definitions.
+        starts: The position of each member's first definition.
+    """
+
+    sources: tuple[ToolSource, ...]
+    source_names: tuple[str, ...]
+    definitions: tuple[Sequence[ToolDefinition], ...]
+    starts: tuple[int, ...]
+
+    def route(self, code: int) -> tuple[str, str]:
+        """The ``(source name, tool name)`` of a tool's code."""
+        member, definition = self._locate(code >> 1)
+        return self.source_names[member], definition.name
+
+    def entry(self, name: str, code: int) -> ToolEntry:
+        """The entry of a tool's code under its model-facing name."""
+        member, definition = self._locate(code >> 1)
+        return source_entry(
+            self.sources[member], definition, name=name, needs_approval=bool(code & 1)
+        )
+
+    def _locate(self, position: int) -> tuple[int, ToolDefinition]:
+        member = bisect.bisect_right(self.starts, position) - 1
+        return member, self.definitions[member][position - self.starts[member]]
+
+
 class Toolkit:
     """The tools a model is given, and the one way to run them.
 
@@ -300,13 +338,18 @@ class Toolkit:
     :meth:`from_entries`.
     """
 
-    __slots__ = ("_entries", "_hints", "_tools")
+    __slots__ = ("_entries", "_hints", "_sources", "_tools")
 
-    def __init__(self, entries: dict[str, ToolEntry]) -> None:
-        """Use :meth:`from_entries`; this trusts that names are the entries' own and distinct,
-        and takes ``entries`` as its own (nobody else may hold it)."""
+    def __init__(
+        self, entries: dict[str, ToolEntry | int], sources: SourceTools | None = None
+    ) -> None:
+        """Use :meth:`from_entries` or :func:`~amends_toolkit.assemble`; this trusts that names
+        are the entries' own and distinct, and takes ``entries`` as its own (nobody else may hold
+        it). A value may be the code of a tool of ``sources`` instead of its entry: the entry is
+        made when first used, and then kept in its place."""
         self._hints: dict[str, list[str]] | None = None
-        self._entries: Mapping[str, ToolEntry] = MappingProxyType(entries)
+        self._entries = entries
+        self._sources = sources
         # Made when first read (a presentation, an adapter): a call needs only the entries.
         self._tools: Mapping[str, Tool] | None = None
 
@@ -317,12 +360,12 @@ class Toolkit:
         Raises:
             NameClash: two different entries have one name (every clash at once).
         """
-        by_name: dict[str, ToolEntry] = {}
+        by_name: dict[str, ToolEntry | int] = {}
         clashes: dict[str, list[tuple[str, str]]] = {}
         for entry in entries:
             first = by_name.setdefault(entry.name, entry)
             if first is not entry:
-                pairs = clashes.setdefault(entry.name, [_origin(first)])
+                pairs = clashes.setdefault(entry.name, [_origin(cast("ToolEntry", first))])
                 pairs.append(_origin(entry))
         if clashes:
             raise NameClash(clashes)
@@ -332,7 +375,7 @@ class Toolkit:
     def tools(self) -> Mapping[str, Tool]:
         """Each model-facing name's tool, in catalog order (read-only)."""
         if self._tools is None:
-            self._tools = MappingProxyType({name: e.tool for name, e in self._entries.items()})
+            self._tools = MappingProxyType({entry.name: entry.tool for entry in self.entries()})
         return self._tools
 
     def entry(self, name: str) -> ToolEntry:
@@ -341,11 +384,26 @@ class Toolkit:
         Raises:
             KeyError: no tool has this name.
         """
-        return self._entries[name]
+        entry = self._entries[name]
+        return entry if not isinstance(entry, int) else self._made(name, entry)
+
+    def _find(self, name: str) -> ToolEntry | None:
+        entry = self._entries.get(name)
+        return entry if not isinstance(entry, int) else self._made(name, entry)
+
+    def _made(self, name: str, code: int) -> ToolEntry:
+        assert self._sources is not None  # only an assembly keeps codes, and its sources
+        entry = self._sources.entry(name, code)
+        # Kept in the code's place (the same key keeps its order), with the validator it
+        # compiles at its first call. Two threads making it at once make two equal entries.
+        self._entries[name] = entry
+        return entry
 
     def entries(self) -> Iterator[ToolEntry]:
         """Every entry, in catalog order."""
-        return iter(self._entries.values())
+        if self._sources is None:  # no codes: every value is an entry
+            return iter(cast("Iterable[ToolEntry]", self._entries.values()))
+        return (self.entry(name) for name in list(self._entries))
 
     def source_tool(self, name: str) -> tuple[str, str]:
         """The ``(source name, tool name)`` a model-facing name reaches.
@@ -353,10 +411,13 @@ class Toolkit:
         Raises:
             KeyError: no tool has this name, or it reaches no source (a presentation's own tool).
         """
-        route = self._entries[name].route
-        if route is None:
+        entry = self._entries[name]
+        if isinstance(entry, int):
+            assert self._sources is not None
+            return self._sources.route(entry)
+        if entry.route is None:
             raise KeyError(f"{name!r} reaches no source")
-        return route
+        return entry.route
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -461,7 +522,7 @@ async def run_tool(
             mistake, named with its fix).
     """
     approve, timeout = options.approve, options.timeout
-    entry = toolkit._entries.get(name)
+    entry = toolkit._find(name)
     if entry is None:
         return not_found(toolkit.hints(name) if isinstance(name, str) else [])
     input = as_json(given)
