@@ -76,6 +76,7 @@ def test_a_request_adds_what_neither_its_source_nor_its_client_set(module: objec
         "https://host/mcp",
         headers={
             "X-Api-Key": "hook-key-12345",
+            "X-Signed": "clé-signée-777".encode(),
             "Cookie": "sid=cookie-value-1; theme=dark-mode",
             "Mcp-Name": "search_orders",
             "Content-Type": "application/json",
@@ -83,9 +84,12 @@ def test_a_request_adds_what_neither_its_source_nor_its_client_set(module: objec
     )
     response = module.Response(200, request=request)  # type: ignore[attr-defined]
     secrets = ClientSecrets(client).current(response, sent=["search_orders"])
-    text = "hook-key-12345 cookie-value-1 search_orders application/json host"
+    text = "hook-key-12345 clé-signée-777 cookie-value-1 search_orders application/json host"
     # A cookie is what a server set (it may set any number): no secret of the host's.
-    assert secrets.redact(text) == "[redacted] cookie-value-1 search_orders application/json host"
+    assert (
+        secrets.redact(text)
+        == "[redacted] [redacted] cookie-value-1 search_orders application/json host"
+    )
     client.close()
 
 

@@ -136,6 +136,7 @@ NO_SECRETS: Final = Secrets(())
 _NOT_SENT_SECRET: Final = _NOT_SECRET | {"cookie"}
 """Headers of a request that carry no secret of the host's: those a client sets by itself, and
 ``Cookie`` (see :class:`ClientSecrets`)."""
+_NOT_SENT_SECRET_RAW: Final = frozenset(name.encode() for name in _NOT_SENT_SECRET)
 
 _PATH_TOKEN: Final = re.compile(r"(?=[^/]*[0-9])(?=[^/]*[A-Za-z])[^/]{16,}")
 """A segment of an address's path that is a token, a key or an id, no word: 16 characters or
@@ -190,13 +191,21 @@ class ClientSecrets:
 
 
 def _added(headers: object, sent: Iterable[str]) -> tuple[str, ...]:
-    """The values of a request's headers that neither its source nor the client set by itself."""
-    items = getattr(headers, "multi_items", None)
-    if items is None:
+    """The values of a request's headers that neither its source nor the client set by itself.
+
+    Read from the headers' raw bytes, the names compared as bytes and only the other values
+    decoded (as the headers decode them, when one is not ASCII): a request's headers are new
+    each time, and decoding all of them (``multi_items``) cost more than the rest of the rule.
+    """
+    raw = getattr(headers, "raw", None)
+    if not isinstance(raw, list):
         return ()
     ours = set(sent)
-    return tuple(
-        value
-        for name, value in items()
-        if name.lower() not in _NOT_SENT_SECRET and value not in ours
-    )
+    added: list[str] = []
+    for name, value in raw:
+        if name.lower() in _NOT_SENT_SECRET_RAW:
+            continue
+        text = value.decode("ascii" if value.isascii() else getattr(headers, "encoding", "utf-8"))
+        if text not in ours:
+            added.append(text)
+    return tuple(added)

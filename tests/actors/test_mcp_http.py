@@ -288,6 +288,39 @@ async def test_an_httpx2_client_works() -> None:
 
 
 @pytest.mark.anyio
+@pytest.mark.parametrize("module", ["httpx", "httpx2"])
+@pytest.mark.parametrize("params", [None, {"k": "v"}])
+async def test_every_request_goes_where_the_client_sends_the_url_given(
+    module: str, params: dict[str, str] | None
+) -> None:
+    # The source parses its URL once into the client's own URL type: every request goes where
+    # the client sends the string (its query kept; the client's params as the client merges them).
+    app = sdk_server().streamable_http_app(stateless_http=False, json_response=True)
+    targets: list[tuple[str, str, bytes]] = []
+
+    async def recording(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            targets.append((scope["method"], scope["path"], scope["query_string"]))
+        await sessions_only(app)(scope, receive, send)
+
+    http = httpx if module == "httpx" else httpx2
+    url = f"{BASE}/mcp?tenant=7"
+    async with (
+        app.router.lifespan_context(app),
+        http.AsyncClient(
+            transport=http.ASGITransport(app=recording), base_url=BASE, params=params
+        ) as client,
+    ):
+        expected = client.build_request("POST", url).url
+        source = at.mcp.http(name="demo", url=url, client=client)
+        async with source.lifespan():
+            assert await source.call("echo", {"text": "2"}) == {"result": "2"}
+    assert expected.query == (b"tenant=7" if params is None else b"k=v")
+    assert [verb for verb, _, _ in targets] == ["POST"] * 4 + ["DELETE"]
+    assert {(path, query) for _, path, query in targets} == {(expected.path, expected.query)}
+
+
+@pytest.mark.anyio
 async def test_an_httpx2_client_failing_to_connect_is_unavailable() -> None:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

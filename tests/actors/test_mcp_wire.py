@@ -978,6 +978,7 @@ async def test_a_session_lists_marked_tools_as_they_are_and_sends_no_marks() -> 
         ({"name": ""}, ValueError),
         ({"url": "ftp://x/mcp"}, ValueError),
         ({"url": "/mcp"}, ValueError),
+        ({"url": "http://127.0.0.1:port/mcp"}, ValueError),
         ({"timeout": 0}, ValueError),
         ({"timeout": float("nan")}, ValueError),
         ({"client": object()}, TypeError),

@@ -687,8 +687,9 @@ def http(
 
 
     Raises:
-        ValueError: an empty name, a URL that is not absolute http(s), a timeout that is
-            not a positive number of seconds, or a limit that is not a positive int.
+        ValueError: an empty name, a URL that is not absolute http(s) (or that the client
+            cannot parse), a timeout that is not a positive number of seconds, or a limit that
+            is not a positive int.
         TypeError: a client that is not an httpx-style async client (a sync ``httpx.Client``
             among them), the message naming the fix.
     """
