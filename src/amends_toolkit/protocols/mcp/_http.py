@@ -445,7 +445,9 @@ async def _handle(message: Message, on_request: ServerRequestHandler | None) -> 
 def _parsed(client: HttpClient, url: str) -> str:
     """``url`` as an ``httpx`` (or ``httpx2``) client's own ``URL``, which its requests take as
     they are, where a string is parsed anew for every request (about 20 µs with ``httpx2``, the
-    IP address of a host checked each time); any other client is given the string.
+    IP address of a host checked each time); any other client is given the string, and so is a
+    subclass with its own ``stream`` or ``build_request``, which may read the URL as the string
+    :class:`HttpClient` promises.
 
     Raises:
         ValueError: the client cannot parse the URL (an invalid port), which every request
@@ -458,6 +460,11 @@ def _parsed(client: HttpClient, url: str) -> str:
                 parsed = loaded.URL(url)
             except loaded.InvalidURL as error:
                 raise ValueError(f"url is not a URL the client can send to: {error}") from None
+            if any(
+                getattr(type(client), method) is not getattr(loaded.AsyncClient, method)
+                for method in ("stream", "build_request")
+            ):
+                return url
             # Typed as the string it stands for: the client's ``stream`` takes either.
             return cast("str", parsed)
     return url
