@@ -450,15 +450,15 @@ def _parsed(client: HttpClient, url: str) -> str:
     :class:`HttpClient` promises.
 
     Raises:
-        ValueError: the client cannot parse the URL (an invalid port), which every request
-            would fail on.
+        ValueError: the client cannot parse the URL (an invalid port, a lone surrogate), which
+            every request would fail on.
     """
     for module in ("httpx2", "httpx"):
         loaded = sys.modules.get(module)
         if loaded is not None and isinstance(client, loaded.AsyncClient):
             try:
                 parsed = loaded.URL(url)
-            except loaded.InvalidURL as error:
+            except (loaded.InvalidURL, UnicodeError) as error:  # a lone surrogate in it
                 raise ValueError(f"url is not a URL the client can send to: {error}") from None
             if any(
                 getattr(type(client), method) is not getattr(loaded.AsyncClient, method)
