@@ -151,13 +151,13 @@ class ClientSecrets:
 
     An httpx (or httpx2) client's headers are compared by their raw bytes and its query
     parameters (immutable) by identity; any other client is read each time. The request a
-    response answers adds every header value that its source did not set itself (``sent``) nor
-    a client sets by itself: what the client's ``auth`` (an OAuth provider) or an event hook
-    put on it (``Authorization``, ``X-Api-Key``). Not its ``Cookie``: a client's cookie jar
-    holds what servers set, and a server may set any number of cookies, each of which would
-    then be searched for in every answer. The ``url`` the host gave the source adds its query's
-    values, its password and the segments of its path that are tokens (see
-    :data:`_PATH_TOKEN`).
+    response answers adds every header and query value that its source did not set itself
+    (``sent``) nor a client sets by itself: what the client's ``auth`` (an OAuth provider) or an
+    event hook put on it (``Authorization``, ``X-Api-Key``, ``?sig=``); not a redirect's query,
+    which is the server's. Not its ``Cookie``: a client's cookie jar holds what servers set,
+    and a server may set any number of cookies, each of which would then be searched for in
+    every answer. The ``url`` the host gave the source adds its query's values, its password and
+    the segments of its path that are tokens (see :data:`_PATH_TOKEN`).
     """
 
     __slots__ = ("_also", "_client", "_params", "_raw", "_secrets", "_sent")
@@ -178,10 +178,14 @@ class ClientSecrets:
 
     def current(self, response: object = None, sent: Iterable[str] = ()) -> Secrets:
         """The client's secrets now, with those of the request ``response`` answers beyond the
-        header values its source ``sent``."""
+        header and query values its source ``sent``."""
         raw = getattr(getattr(self._client, "headers", None), "raw", None)
         params = getattr(self._client, "params", None)
-        added = _added(getattr(getattr(response, "request", None), "headers", None), sent)
+        request = getattr(response, "request", None)
+        # A redirect's query is the server's: the first request's is what auth or a hook set.
+        history = getattr(response, "history", None)
+        first = getattr(history[0], "request", None) if history else request
+        added = _added(request, first, sent)
         if not isinstance(raw, list):
             return Secrets.of_client(self._client, self._also + added)
         if raw != self._raw or params is not self._params or added != self._sent:
@@ -190,13 +194,17 @@ class ClientSecrets:
         return self._secrets
 
 
-def _added(headers: object, sent: Iterable[str]) -> tuple[str, ...]:
-    """The values of a request's headers that neither its source nor the client set by itself.
+def _added(request: object, first: object, sent: Iterable[str]) -> tuple[str, ...]:
+    """The values of a request's headers, and of the query of the ``first`` request before any
+    redirect, that neither its source (``sent``) nor the client set by itself: what the
+    client's ``auth`` or an event hook put on it.
 
-    Read from the headers' raw bytes, the names compared as bytes and only the other values
+    Headers are read from their raw bytes, the names compared as bytes and only the other values
     decoded (as the headers decode them, when one is not ASCII): a request's headers are new
     each time, and decoding all of them (``multi_items``) cost more than the rest of the rule.
+    The query is read only when there is one.
     """
+    headers = getattr(request, "headers", None)
     raw = getattr(headers, "raw", None)
     if not isinstance(raw, list):
         return ()
@@ -208,4 +216,8 @@ def _added(headers: object, sent: Iterable[str]) -> tuple[str, ...]:
         text = value.decode("ascii" if value.isascii() else getattr(headers, "encoding", "utf-8"))
         if text not in ours:
             added.append(text)
+    url = getattr(first, "url", None)
+    query = getattr(url, "params", None) if getattr(url, "query", None) else None
+    if query is not None:
+        added += [value for _, value in query.multi_items() if value not in ours]
     return tuple(added)

@@ -14,6 +14,7 @@ import threading
 from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Annotated, Literal, cast
+from urllib.parse import urlsplit
 
 import anyio
 import attrs
@@ -318,6 +319,32 @@ async def test_every_request_goes_where_the_client_sends_the_url_given(
     assert expected.query == (b"tenant=7" if params is None else b"k=v")
     assert [verb for verb, _, _ in targets] == ["POST"] * 4 + ["DELETE"]
     assert {(path, query) for _, path, query in targets} == {(expected.path, expected.query)}
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("module", ["httpx", "httpx2"])
+async def test_a_client_whose_own_stream_reads_the_url_as_a_string_works(module: str) -> None:
+    # A host's subclass may read the URL it is given as the string the source's client protocol
+    # promises (to sign the request's path); it is given the string, never the client's URL.
+    app = sdk_server().streamable_http_app(stateless_http=False, json_response=True)
+    http = httpx if module == "httpx" else httpx2
+    signed: list[str] = []
+
+    class Signing(http.AsyncClient):  # type: ignore[name-defined,misc]
+        def stream(self, method: str, url: str, **kwargs: object) -> object:
+            path = urlsplit(url).path
+            signed.append(path)
+            headers = {**cast("dict[str, str]", kwargs.pop("headers", {})), "X-Signed": path}
+            return super().stream(method, url, headers=headers, **kwargs)
+
+    async with (
+        app.router.lifespan_context(app),
+        Signing(transport=http.ASGITransport(app=app)) as client,
+    ):
+        source = at.mcp.http(name="demo", url=f"{BASE}/mcp", client=client)
+        async with source.lifespan():
+            assert await source.call("echo", {"text": "2"}) == {"result": "2"}
+    assert set(signed) == {"/mcp"}
 
 
 @pytest.mark.anyio

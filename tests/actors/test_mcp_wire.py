@@ -9,10 +9,12 @@ import json
 import logging
 import time
 from collections.abc import Awaitable, Callable
+from types import ModuleType
 from typing import cast
 
 import anyio
 import httpx
+import httpx2
 import pytest
 
 import amends_toolkit as at
@@ -996,3 +998,12 @@ def test_a_bad_option_is_refused_at_build_time(
     options.update(kwargs)
     with pytest.raises(problem):
         at.mcp.http(**options)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("module", [httpx, httpx2])
+@pytest.mark.parametrize("url", ["http://127.0.0.1:port/mcp", "http://127.0.0.1/mcp\udcff"])
+def test_a_url_the_client_cannot_send_to_is_refused_naming_the_url(
+    module: ModuleType, url: str
+) -> None:
+    with pytest.raises(ValueError, match=r"^url is not a URL the client can send to"):
+        at.mcp.http(name="s", url=url, client=module.AsyncClient())

@@ -318,3 +318,92 @@ async def test_an_api_source_redacts_what_a_hook_adds_but_not_the_inputs_own_hea
     assert by_hook not in text
     assert "[redacted]" in text
     assert f"x-order={given}" in text
+
+
+class _QueryKey(httpx.Auth):
+    """An API key the client's ``auth`` puts in the query of each request."""
+
+    def __init__(self, key: str) -> None:
+        self.key = key
+
+    def auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
+        request.url = request.url.copy_add_param("key", self.key)
+        yield request
+
+
+async def test_a_key_the_clients_auth_or_a_hook_puts_in_the_query_is_redacted() -> None:
+    by_auth, by_hook = "qa-live-auth-88aa66cc", "qh-live-hook-99bb77dd"
+
+    async def sign(request: httpx.Request) -> None:
+        request.url = request.url.copy_add_param("sig", by_hook)
+
+    async for url, seen in mcp_echoing_all():
+        async with httpx.AsyncClient(
+            auth=_QueryKey(by_auth), event_hooks={"request": [sign]}
+        ) as http:
+            source = at.mcp.http(name="echoing", url=url + "/mcp?tenant=acme-north", client=http)
+            async with source.lifespan():
+                await source.discover()
+                text = json.dumps(await source.call("echo", {}))
+        assert by_auth in seen[-1]
+        assert by_hook in seen[-1]
+        assert by_auth not in text
+        assert by_hook not in text
+        assert "key=[redacted]" in text
+
+
+async def test_an_api_source_redacts_a_key_a_hook_puts_in_the_query_but_not_the_inputs() -> None:
+    by_hook, given = "qh-live-hook-44ee22aa", "order-20261201"
+
+    async def sign(request: httpx.Request) -> None:
+        request.url = request.url.copy_add_param("sig", by_hook)
+
+    async def reply(target: str, headers: dict[str, str], _b: bytes) -> AsyncIterator[bytes]:
+        yield json_reply({"echo": echo_all(target, headers)})
+
+    tagged = at.http.Operation(
+        definition=at.ToolDefinition(
+            name="get",
+            description="Get.",
+            input_schema={"type": "object", "properties": {"order": {"type": "string"}}},
+        ),
+        request=at.http.RequestTemplate(
+            method="GET",
+            path="/thing",
+            params={"order": at.http.Param(location="query", name="order")},
+        ),
+    )
+    async with (
+        http_peer(reply) as (url, _),
+        httpx.AsyncClient(event_hooks={"request": [sign]}) as http,
+    ):
+        source = at.http.make(name="api", base_url=url, operations=[tagged], client=http)
+        toolkit = at.source_toolkit(source, await source.discover())
+        text = json.dumps(await toolkit.call("get", {"order": given}))
+    assert by_hook not in text
+    assert "sig=[redacted]" in text
+    assert f"order={given}" in text
+
+
+async def test_the_query_of_a_redirect_is_the_servers_and_no_secret() -> None:
+    # A redirect's query is what the server chose (any number of values): only the first
+    # request's query holds what the client's auth or a hook put there.
+    by_hook, servers = "qh-live-hook-55ff33bb", "page-token-0042"
+
+    async def sign(request: httpx.Request) -> None:
+        request.url = request.url.copy_set_param("sig", by_hook)
+
+    async def reply(target: str, headers: dict[str, str], _b: bytes) -> AsyncIterator[bytes]:
+        if target.startswith("/thing"):
+            yield head(302, location=f"/moved?next={servers}", content_length="0")
+        else:
+            yield json_reply({"echo": echo_all(target, headers)})
+
+    async with (
+        http_peer(reply) as (url, _),
+        httpx.AsyncClient(event_hooks={"request": [sign]}, follow_redirects=True) as http,
+    ):
+        source = at.http.make(name="api", base_url=url, operations=[GET], client=http)
+        text = json.dumps(await at.source_toolkit(source, await source.discover()).call("get", {}))
+    assert f"next={servers}" in text
+    assert by_hook not in text

@@ -261,7 +261,8 @@ class HttpSource:
             params=tuple(wire.query),
             headers=wire.headers,
         ) as response:
-            secrets = self._secrets.current(response, (value for _, value in wire.headers))
+            sent = [value for _, value in (*wire.headers, *wire.query)]
+            secrets = self._secrets.current(response, sent)
             status = response.status_code
             kind = outcome(status)
             if kind == "success":

@@ -445,19 +445,26 @@ async def _handle(message: Message, on_request: ServerRequestHandler | None) -> 
 def _parsed(client: HttpClient, url: str) -> str:
     """``url`` as an ``httpx`` (or ``httpx2``) client's own ``URL``, which its requests take as
     they are, where a string is parsed anew for every request (about 20 µs with ``httpx2``, the
-    IP address of a host checked each time); any other client is given the string.
+    IP address of a host checked each time); any other client is given the string, and so is a
+    subclass with its own ``stream`` or ``build_request``, which may read the URL as the string
+    :class:`HttpClient` promises.
 
     Raises:
-        ValueError: the client cannot parse the URL (an invalid port), which every request
-            would fail on.
+        ValueError: the client cannot parse the URL (an invalid port, a lone surrogate), which
+            every request would fail on.
     """
     for module in ("httpx2", "httpx"):
         loaded = sys.modules.get(module)
         if loaded is not None and isinstance(client, loaded.AsyncClient):
             try:
                 parsed = loaded.URL(url)
-            except loaded.InvalidURL as error:
+            except (loaded.InvalidURL, UnicodeError) as error:  # a lone surrogate in it
                 raise ValueError(f"url is not a URL the client can send to: {error}") from None
+            if any(
+                getattr(type(client), method) is not getattr(loaded.AsyncClient, method)
+                for method in ("stream", "build_request")
+            ):
+                return url
             # Typed as the string it stands for: the client's ``stream`` takes either.
             return cast("str", parsed)
     return url
