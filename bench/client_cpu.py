@@ -44,7 +44,7 @@ BLOCK = 10
 """Calls a caller makes in one subject's turn, so that all subjects see the same machine."""
 
 SUBJECTS = ("bare-again", "source", "toolkit", "session", "actor", "session-actor")
-INPUT = {"text": "hi"}
+INPUT: at.JsonObject = {"text": "hi"}
 
 
 async def measure(
