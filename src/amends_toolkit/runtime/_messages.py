@@ -4,10 +4,9 @@ A caller puts a :class:`Discover` or a :class:`Call` into the actor's mailbox an
 (:meth:`Request.wait`); a worker of the actor takes it, runs it and answers it once
 (:meth:`Request.resolve` or :meth:`Request.fail`). A request the actor runs in its caller's own
 task (an inline call) is answered the same way, and read at once with :meth:`Request.answer`:
-it never waits, so it makes no waiter. A caller that leaves
-calls :meth:`Request.abandon`: a request not yet taken is skipped, and one that runs is
-cancelled in the worker running it. Deadlines are absolute, on anyio's clock
-(``anyio.current_time()``).
+it never waits, so it makes no waiter. A caller that leaves calls :meth:`Request.abandon`: a
+request not yet taken is skipped, and one that runs is cancelled in the worker running it.
+Deadlines are absolute, on anyio's clock (``anyio.current_time()``).
 
 The hop is the runtime's hot path, so a request is one object (no separate reply, no event per
 request on asyncio): on asyncio a waiter is the loop's own future, elsewhere an ``anyio.Event``.

@@ -115,8 +115,8 @@ class ActorRef:
         return cast("JsonValue", await self._ask(request))
 
     async def call_checked(self, tool: str, input: JsonObject) -> JsonValue:
-        """:meth:`call` for an input checked already, as a toolkit does before every call: the
-        source skips its own check (see :class:`~amends_toolkit.ToolSource`)."""
+        """:meth:`call` for an input checked already, as a toolkit does before every call:
+        the source's ``call_checked`` when it has one (see :class:`~amends_toolkit.ToolSource`)."""
         request = Call(self._deadline(), tool=tool, input=input, progress=listener(), checked=True)
         return cast("JsonValue", await self._ask(request))
 
