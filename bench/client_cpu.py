@@ -1,13 +1,26 @@
-"""A quick look at the MCP client's own CPU per call at one caller: ``at.mcp.http`` against the
-bare JSON-RPC client, both over one ``httpx2`` client, against the raw echo server (in its own
+"""A quick look at the client's own CPU per MCP call: the bare JSON-RPC client against the
+library's layers over it, all over one ``httpx2`` client, against the raw echo server (in its own
 process), stateless and in a session. Not part of ``python -m bench``; for profiling.
 
-    python -m bench.client_cpu [--rounds 7] [--calls 400] [--mode stateless session] [--profile]
+    python -m bench.client_cpu [--rounds 7] [--calls 400] [--mode stateless session]
+        [--subjects bare source ...] [--concurrency 1] [--profile]
 
-In each round the two subjects take turns, ``BLOCK`` calls at a time, each block's CPU time
-(``time.process_time``) added to its subject's; the figures are the medians of the rounds' CPU
-per call and of their ratios. ``--profile`` runs each subject under cProfile instead and writes
-its statistics to ``/tmp/client_cpu.MODE.SUBJECT.prof``.
+Subjects (``--subjects``; ``bare`` is always measured, as the baseline):
+
+- ``bare``: the 20-line JSON-RPC client of ``bench.mcp_client``;
+- ``bare-again``: a second one, whose ratio to the first is the measurement's own swing (A/A);
+- ``source``: ``at.mcp.http`` called directly;
+- ``toolkit``: ``toolkit.call`` over the source (no actor);
+- ``session``: ``Session -> Toolkit -> source`` (no actor);
+- ``actor``: ``toolkit.call`` over the source's actor (``Runtime.spawn``, inline calls);
+- ``session-actor``: ``Session -> Toolkit -> actor -> source``, the library's whole path.
+
+In each round the subjects take turns, ``BLOCK`` calls a caller at a time (their order rotated
+each turn), each turn's CPU time (``time.process_time``) added to its subject's; the figures are
+the medians of the rounds' CPU per call and of their ratios to the bare client's. What lives
+before the rounds is frozen out of garbage collection, as ``bench._harness.compare`` does.
+``--profile`` runs each subject under cProfile instead and writes its statistics to
+``/tmp/client_cpu.MODE.SUBJECT.prof``.
 """
 
 from __future__ import annotations
@@ -28,64 +41,115 @@ from bench._harness import Call, sample, server_process
 from bench.mcp_client import bare_client
 
 BLOCK = 10
-"""Calls of one subject between two of the other's, so that both see the same machine."""
+"""Calls a caller makes in one subject's turn, so that all subjects see the same machine."""
+
+SUBJECTS = ("bare-again", "source", "toolkit", "session", "actor", "session-actor")
+INPUT: at.JsonObject = {"text": "hi"}
 
 
-async def measure(mode: str, *, rounds: int, calls: int, profile: bool) -> None:
+async def measure(
+    mode: str, *, subjects: list[str], rounds: int, calls: int, concurrency: int, profile: bool
+) -> None:
     with server_process("_raw_mcp_server.py", mode) as port:
         url = f"http://127.0.0.1:{port}/mcp"
         async with contextlib.AsyncExitStack() as stack:
-            client = await stack.enter_async_context(httpx2.AsyncClient(timeout=60.0))
-            bare = await stack.enter_async_context(bare_client(client, url, mode))
-            source = at.mcp.http(name="bench", url=url, client=client)
-            await stack.enter_async_context(source.lifespan())
-
-            async def ours() -> object:
-                return await source.call("echo", {"text": "hi"})
-
-            subjects: list[tuple[str, Call]] = [("bare", bare), ("at.mcp.http", ours)]
-            for _, call in subjects:
-                await sample(call, calls // 4, 1)
+            limits = httpx2.Limits(max_connections=64, max_keepalive_connections=64)
+            client = await stack.enter_async_context(
+                httpx2.AsyncClient(timeout=60.0, limits=limits)
+            )
+            runtime = await stack.enter_async_context(at.Runtime())
+            made: dict[str, Call] = {
+                "bare": await stack.enter_async_context(bare_client(client, url, mode)),
+                "bare-again": await stack.enter_async_context(bare_client(client, url, mode)),
+            }
+            if {"source", "toolkit", "session"} & set(subjects):
+                source = at.mcp.http(name="bench", url=url, client=client)
+                await stack.enter_async_context(source.lifespan())
+                toolkit = at.assemble(
+                    [at.Member(source, await source.discover())], lambda _, __: "allow"
+                )
+                session = await stack.enter_async_context(
+                    at.Session(toolkit, approve=lambda _, __: False)
+                )
+                made["source"] = functools.partial(source.call, "echo", INPUT)
+                made["toolkit"] = functools.partial(toolkit.call, "bench__echo", INPUT)
+                made["session"] = functools.partial(session.call, "bench__echo", INPUT)
+            if {"actor", "session-actor"} & set(subjects):
+                ref = await runtime.spawn(at.mcp.http(name="bench", url=url, client=client))
+                over_actor = at.assemble(
+                    [at.Member(ref, await ref.discover())], lambda _, __: "allow"
+                )
+                actor_session = await stack.enter_async_context(
+                    at.Session(over_actor, approve=lambda _, __: False)
+                )
+                made["actor"] = functools.partial(over_actor.call, "bench__echo", INPUT)
+                made["session-actor"] = functools.partial(actor_session.call, "bench__echo", INPUT)
+            chosen = [("bare", made["bare"])]
+            chosen += [(label, made[label]) for label in subjects if label != "bare"]
+            for _, call in chosen:
+                await sample(call, max(concurrency, calls // 4), concurrency)
             if profile:
-                for label, call in subjects:
+                for label, call in chosen:
                     profiler = cProfile.Profile()
                     profiler.enable()
-                    for _ in range(calls):
-                        await call()
+                    await turn(call, calls // concurrency, concurrency)
                     profiler.disable()
                     path = f"/tmp/client_cpu.{mode}.{label}.prof"
                     profiler.dump_stats(path)
                     print(f"{label}: {path}")
                 return
-            cpu: dict[str, list[float]] = {"bare": [], "at.mcp.http": []}
+            cpu: dict[str, list[float]] = {label: [] for label, _ in chosen}
+            turns = max(1, calls // (BLOCK * concurrency))
             gc.collect()
-            gc.freeze()  # as bench._harness.compare does
-            for _ in range(rounds):
-                spent = {"bare": 0.0, "at.mcp.http": 0.0}
-                gc.collect()
-                for block in range(calls // BLOCK):
-                    for label, call in subjects if block % 2 == 0 else subjects[::-1]:
-                        started = time.process_time()
-                        for _ in range(BLOCK):
-                            await call()
-                        spent[label] += time.process_time() - started
-                for label, total in spent.items():
-                    cpu[label].append(total / (calls // BLOCK * BLOCK) * 1e6)
-            ratios = [o / b for o, b in zip(cpu["at.mcp.http"], cpu["bare"], strict=True)]
-            print(
-                f"{mode:9}  bare {statistics.median(cpu['bare']):6.0f} µs  "
-                f"at.mcp.http {statistics.median(cpu['at.mcp.http']):6.0f} µs  "
-                f"ratio {statistics.median(ratios):.2f}x  "
-                f"(rounds: {', '.join(f'{r:.2f}' for r in ratios)})",
-                flush=True,
-            )
+            gc.freeze()
+            try:
+                for _ in range(rounds):
+                    spent = dict.fromkeys(cpu, 0.0)
+                    gc.collect()
+                    for index in range(turns):
+                        shift = index % len(chosen)
+                        for label, call in chosen[shift:] + chosen[:shift]:
+                            started = time.process_time()
+                            await turn(call, BLOCK, concurrency)
+                            spent[label] += time.process_time() - started
+                    for label, total in spent.items():
+                        cpu[label].append(total / (turns * BLOCK * concurrency) * 1e6)
+            finally:
+                gc.unfreeze()
+            figures = [f"bare {statistics.median(cpu['bare']):5.0f} µs"]
+            for label, _ in chosen[1:]:
+                ratios = [o / b for o, b in zip(cpu[label], cpu["bare"], strict=True)]
+                figures.append(
+                    f"{label} {statistics.median(ratios):.3f}x "
+                    f"({min(ratios):.2f}-{max(ratios):.2f})"
+                )
+            print(f"{mode:9} c={concurrency:<3}  " + "  ".join(figures), flush=True)
+
+
+async def turn(call: Call, each: int, concurrency: int) -> None:
+    """``concurrency`` callers, each making ``each`` calls one after another."""
+
+    async def caller() -> None:
+        for _ in range(each):
+            await call()
+
+    if concurrency == 1:
+        await caller()
+        return
+    async with anyio.create_task_group() as tasks:
+        for _ in range(concurrency):
+            tasks.start_soon(caller)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.client_cpu")
     parser.add_argument("--rounds", type=int, default=7)
-    parser.add_argument("--calls", type=int, default=400)
+    parser.add_argument("--calls", type=int, default=400, help="calls of each subject a round")
     parser.add_argument("--mode", nargs="*", default=["stateless", "session"])
+    parser.add_argument(
+        "--subjects", nargs="*", choices=SUBJECTS, default=["source"], help="besides bare"
+    )
+    parser.add_argument("--concurrency", type=int, default=1)
     parser.add_argument("--profile", action="store_true")
     arguments = parser.parse_args()
     for mode in arguments.mode:
@@ -93,8 +157,10 @@ def main() -> None:
             functools.partial(
                 measure,
                 mode,
+                subjects=arguments.subjects,
                 rounds=arguments.rounds,
                 calls=arguments.calls,
+                concurrency=arguments.concurrency,
                 profile=arguments.profile,
             )
         )

@@ -5,7 +5,9 @@ adapter, the MCP front, a source called directly), never an exception, and no re
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import httpx
 import pytest
@@ -23,6 +25,7 @@ SCHEMA: at.JsonObject = {
     "additionalProperties": False,
 }
 DEEP = 300  # past what jsonschema-rs can check (255)
+PEER = str(Path(__file__).parent / "stdio_peer.py")  # its tool answers "ok" to any object
 
 
 def nested(depth: int) -> at.JsonValue:
@@ -36,12 +39,14 @@ async def ok(_t: str, _h: dict[str, str], _b: bytes) -> AsyncIterator[bytes]:
     yield head(content_type="application/json", content_length="2") + b"{}"
 
 
-def api(url: str, client: httpx.AsyncClient) -> at.http.HttpSource:
+def api(url: str, client: httpx.AsyncClient, *, max_depth: int = 128) -> at.http.HttpSource:
     operation = at.http.Operation(
         definition=at.ToolDefinition(name="put", description="Put a value.", input_schema=SCHEMA),
         request=at.http.RequestTemplate(method="POST", path="/values", body="value"),
     )
-    return at.http.make(name="api", base_url=url, operations=[operation], client=client)
+    return at.http.make(
+        name="api", base_url=url, operations=[operation], client=client, max_depth=max_depth
+    )
 
 
 def refused(value: at.JsonValue, *words: str) -> None:
@@ -97,6 +102,69 @@ async def test_a_source_called_directly_refuses_such_input_before_any_request() 
                 await mcp.call("echo", {"text": value})
             with pytest.raises(at.InvalidInputError):
                 await rest.call("put", {"value": value})
+    assert sent == []
+    assert bodies == []
+
+
+async def test_through_a_toolkit_the_toolkits_check_refuses_what_the_source_no_longer_walks() -> (
+    None
+):
+    # A toolkit's source skips its own walk (call_checked): the toolkit's check is the one left,
+    # over an actor (inline or not) as over the bare source.
+    sent: list[str] = []
+
+    async def never(request: at.JsonObject) -> AsyncIterator[bytes]:
+        sent.append(json.dumps(request))
+        yield head(500, content_length="0")
+
+    async with (
+        mcp_peer(never) as url,
+        http_peer(ok) as (base, bodies),
+        httpx.AsyncClient() as client,
+        at.Runtime() as runtime,
+    ):
+        mcp = at.mcp.http(name="mcp", url=url, client=client)
+        sources: list[at.ToolSource] = [
+            mcp,
+            api(base, client),
+            await runtime.spawn(at.mcp.http(name="inline", url=url, client=client)),
+            await runtime.spawn(api(base, client), inline=False),
+        ]
+        async with mcp.lifespan():
+            for source in sources:
+                toolkit = at.source_toolkit(source, await source.discover())
+                tool = next(iter(toolkit.tools))
+                for value in (float("nan"), nested(DEEP)):
+                    refused(await toolkit.call(tool, {"value": value}))
+    assert sent == []
+    assert bodies == []
+
+
+async def test_a_source_whose_depth_is_below_the_toolkits_walks_a_checked_input_again() -> None:
+    sent: list[str] = []
+
+    async def answer(request: at.JsonObject) -> AsyncIterator[bytes]:
+        sent.append(json.dumps(request))
+        yield head(500, content_length="0")
+
+    async with (
+        mcp_peer(answer) as url,
+        http_peer(ok) as (base, bodies),
+        httpx.AsyncClient() as client,
+        at.Runtime() as runtime,
+    ):
+        sources: list[at.ToolSource] = [
+            api(base, client, max_depth=8),
+            await runtime.spawn(at.mcp.http(name="mcp", url=url, client=client, max_depth=8)),
+            await runtime.spawn(
+                at.mcp.stdio(name="peer", command=sys.executable, args=(PEER,), max_depth=8)
+            ),
+        ]
+        for source in sources:
+            toolkit = at.source_toolkit(source, await source.discover())
+            tool = next(iter(toolkit.tools))
+            value = nested(20)  # within the toolkit's 128 levels
+            refused(await toolkit.call(tool, {"value": value}), "more than 8")
     assert sent == []
     assert bodies == []
 

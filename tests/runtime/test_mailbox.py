@@ -20,11 +20,11 @@ async def test_room_for_two_lets_two_waiting_callers_put_in_the_same_turn(
     make = waiters()
     mailbox = Mailbox(2, make)
     for _ in range(2):
-        await mailbox.put(Call(make(), tool="t", input={}))
+        await mailbox.put(Call(tool="t", input={}))
     sent: list[int] = []
 
     async def caller(number: int) -> None:
-        await mailbox.put(Call(make(), tool="t", input={}))
+        await mailbox.put(Call(tool="t", input={}))
         sent.append(number)
 
     async with anyio.create_task_group() as group:

@@ -388,3 +388,43 @@ def test_an_async_decide_is_a_clear_error_naming_the_fix() -> None:
         at.assemble([member], decide)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="not async def"):
         at.assemble([member], lambda s, d: decide(s, d))  # type: ignore[arg-type,return-value]
+
+
+class Told:
+    """A source that checks its inputs itself, and records which of its calls ran."""
+
+    name = "told"
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+
+    async def discover(self) -> list[at.ToolDefinition]:
+        return [define("tool")]
+
+    async def call(self, tool: str, input: JsonObject) -> JsonValue:
+        self.calls.append("call")
+        return "called"
+
+    async def call_checked(self, tool: str, input: JsonObject) -> JsonValue:
+        self.calls.append("call_checked")
+        return "called"
+
+
+@pytest.mark.parametrize("inline", [True, False])
+async def test_a_toolkit_tells_its_source_the_input_is_checked_and_a_direct_call_does_not(
+    inline: bool,
+) -> None:
+    # The toolkit checked the input, so the source need not walk it again (call_checked); a
+    # caller that checked nothing reaches its call, which checks.
+    bare = Told()
+    await one_tool(bare).call("told__tool", {})
+    assert bare.calls == ["call_checked"]
+    told = Told()
+    async with at.Runtime() as runtime:
+        ref = await runtime.spawn(told, inline=inline)
+        toolkit = one_tool(ref)
+        async with at.Session(toolkit, approve=lambda _n, _i: True) as session:
+            assert await session.call("told__tool", {}) == "called"
+        assert await toolkit.call("told__tool", {}) == "called"
+        assert await ref.call("tool", {}) == "called"
+    assert told.calls == ["call_checked", "call_checked", "call"]

@@ -37,6 +37,7 @@ from amends_toolkit._progress import listening
 from amends_toolkit.runtime._mailbox import Slots
 from amends_toolkit.runtime._messages import Call
 from amends_toolkit.runtime._ref import ActorState, ActorStatistics
+from amends_toolkit.runtime._scopes import scopes
 from amends_toolkit.runtime._source import has_lifespan
 
 if TYPE_CHECKING:
@@ -59,11 +60,12 @@ _STOPPED_WHILE = "the source stopped while the call ran"
 class _Life:
     """One incarnation: its source, its slots and the calls running in it."""
 
-    __slots__ = ("cut", "drained", "open", "running", "slots", "source", "why")
+    __slots__ = ("cut", "drained", "open", "running", "scopes", "slots", "source", "why")
 
     def __init__(self, source: ToolSource, slots: Slots) -> None:
         self.source = source
         self.slots = slots
+        self.scopes = scopes()  # makes an inline call's cancel scope
         self.running: set[Request] = set()
         self.open = False  # its lifespan is entered and it is not ending: it takes inline calls
         self.cut: list[Request] = []  # calls its end cancelled, answered once the cause is known
@@ -162,11 +164,16 @@ class Actor:
 
     async def _inline(self, life: _Life, request: Request) -> object:
         life.running.add(request)
-        scope = anyio.CancelScope(deadline=request.deadline)
+        scope = life.scopes(deadline=request.deadline)
         request.scope = scope
         try:
+            # As _attempt, in this frame (one fewer held per call in flight), and with no
+            # listener to set: this is the caller's own context, which has it already.
             with scope:
-                await self._attempt(life.source, request)
+                try:
+                    request.resolve(await request.run(life.source))
+                except Exception as error:  # noqa: BLE001 - answered (see _failed)
+                    self._failed(request, error)
         finally:
             request.scope = None
             life.running.discard(request)
@@ -179,7 +186,8 @@ class Actor:
                 self._unanswered(life, request, cancelled=True)
         if request.done:
             return request.answer()
-        return await request.wait()  # cut by a crash: answered once its cause is known
+        # Cut by a crash: answered once its cause is known.
+        return await request.wait(self._waiters())
 
     async def serve(self, source: ToolSource) -> None:
         """One incarnation: returns when stopped, raises what crashed it.
@@ -309,17 +317,20 @@ class Actor:
         no ``Exception`` (cancellation, ``KeyboardInterrupt``) propagates, leaving it unanswered.
         """
         try:
-            if isinstance(request, Call):
-                # The caller's listener, carried across the mailbox, hears the call's progress.
-                with listening(request.progress):
-                    request.resolve(await source.call(request.tool, request.input))
-            else:
-                request.resolve(list(await source.discover()))
-        except ToolSourceError as error:
+            # The caller's listener, carried across the mailbox, hears the call's progress.
+            with listening(request.progress if isinstance(request, Call) else None):
+                request.resolve(await request.run(source))
+        except Exception as error:  # noqa: BLE001 - answered (see _failed)
+            self._failed(request, error)
+
+    def _failed(self, request: Request, error: Exception) -> None:
+        """Answer a request whose run raised ``error``: a ``ToolSourceError`` as itself, any
+        other exception as ``UnknownError`` (a defect, logged here with its traceback)."""
+        if isinstance(error, ToolSourceError):
             request.fail(error)
-        except Exception as error:  # noqa: BLE001 - a defect: logged here, read as UnknownError
-            _log.error("call.defect", source=self.name, tool=request.what, exc_info=error)
-            request.fail(UnknownError(source=self.name, message=f"defect: {error!r}"))
+            return
+        _log.error("call.defect", source=self.name, tool=request.what, exc_info=error)
+        request.fail(UnknownError(source=self.name, message=f"defect: {error!r}"))
 
     def _unanswered(self, life: _Life, request: Request, *, cancelled: bool) -> None:
         """Answer a request whose call ended with no answer. ``cancelled``: the scope the actor

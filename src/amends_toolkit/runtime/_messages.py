@@ -1,12 +1,12 @@
 """The requests an actor serves, each its own one-shot reply, and the waiter they wake.
 
-A caller puts a :class:`Discover` or a :class:`Call` into the actor's mailbox and awaits it; a
-worker of the actor takes it, runs it and answers it once (:meth:`Request.resolve` or
-:meth:`Request.fail`). A request the actor runs in its caller's own task (an inline call) is
-answered the same way, and read at once with :meth:`Request.answer`. A caller that leaves
-calls :meth:`Request.abandon`: a request not yet taken is skipped, and one that runs is
-cancelled in the worker running it. Deadlines are absolute, on anyio's clock
-(``anyio.current_time()``).
+A caller puts a :class:`Discover` or a :class:`Call` into the actor's mailbox and awaits it
+(:meth:`Request.wait`); a worker of the actor takes it, runs it and answers it once
+(:meth:`Request.resolve` or :meth:`Request.fail`). A request the actor runs in its caller's own
+task (an inline call) is answered the same way, and read at once with :meth:`Request.answer`:
+it never waits, so it makes no waiter. A caller that leaves calls :meth:`Request.abandon`: a
+request not yet taken is skipped, and one that runs is cancelled in the worker running it.
+Deadlines are absolute, on anyio's clock (``anyio.current_time()``).
 
 The hop is the runtime's hot path, so a request is one object (no separate reply, no event per
 request on asyncio): on asyncio a waiter is the loop's own future, elsewhere an ``anyio.Event``.
@@ -21,12 +21,16 @@ from typing import TYPE_CHECKING, Protocol
 import anyio
 import sniffio
 
-if TYPE_CHECKING:
-    from collections.abc import Callable, Generator
+from amends_toolkit.runtime._source import call_checked
 
+if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable, Generator
+
+    from amends_toolkit._definitions import ToolDefinition
     from amends_toolkit._errors import ToolSourceError
     from amends_toolkit._json import JsonObject
     from amends_toolkit._progress import OnProgress
+    from amends_toolkit.runtime._source import ToolSource
 
 __all__ = ("Call", "Discover", "Request", "Waiter", "waiters")
 
@@ -92,8 +96,8 @@ class Request:
 
     __slots__ = ("_answered", "_error", "_value", "_waiter", "abandoned", "deadline", "scope")
 
-    def __init__(self, waiter: Waiter, deadline: float) -> None:
-        self._waiter = waiter
+    def __init__(self, deadline: float = math.inf) -> None:
+        self._waiter: Waiter | None = None  # given by wait(): only a caller that waits needs one
         self._answered = False
         self._value: object = None
         self._error: ToolSourceError | None = None
@@ -109,6 +113,10 @@ class Request:
     @property
     def what(self) -> str:
         """What the request asks, for the logs."""
+        raise NotImplementedError
+
+    def run(self, source: ToolSource) -> Awaitable[object]:
+        """Ask ``source`` what the request asks (its answer is for :meth:`resolve`)."""
         raise NotImplementedError
 
     def resolve(self, value: object) -> None:
@@ -127,8 +135,9 @@ class Request:
 
     def _wake(self) -> None:
         # An asyncio future is cancelled with the task that awaited it: nobody to wake then.
-        if not self._waiter.done():
-            self._waiter.set_result(None)
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
 
     def abandon(self) -> None:
         """The caller left: skip the request, or cancel it where it runs."""
@@ -136,9 +145,12 @@ class Request:
         if self.scope is not None and not self._answered:
             self.scope.cancel()
 
-    async def wait(self) -> object:
-        """The value, or raise the error; cancellation leaves the request unanswered."""
-        await self._waiter
+    async def wait(self, waiter: Waiter) -> object:
+        """The value, or raise the error, once answered, woken through ``waiter`` (a new one,
+        made in the caller's loop); cancellation leaves the request unanswered."""
+        if not self._answered:
+            self._waiter = waiter
+            await waiter
         return self.answer()
 
     def answer(self) -> object:
@@ -157,30 +169,45 @@ class Discover(Request):
     def what(self) -> str:
         return "discover"
 
+    def run(self, source: ToolSource) -> Awaitable[object]:
+        return _listed(source)
+
 
 class Call(Request):
     """Run one tool; answered with its JSON.
 
     ``progress`` is who listens to the call's progress (the caller's
-    :func:`amends_toolkit._progress.listener`), carried across the mailbox to the worker.
+    :func:`amends_toolkit._progress.listener`), carried across the mailbox to the worker;
+    ``checked``: its caller checked the input already (see
+    :func:`amends_toolkit.runtime._source.call_checked`).
     """
 
-    __slots__ = ("input", "progress", "tool")
+    __slots__ = ("checked", "input", "progress", "tool")
 
     def __init__(
         self,
-        waiter: Waiter,
         deadline: float = math.inf,
         *,
         tool: str,
         input: JsonObject,
         progress: OnProgress | None = None,
+        checked: bool = False,
     ) -> None:
-        super().__init__(waiter, deadline)
+        super().__init__(deadline)
         self.tool = tool
         self.input = input
         self.progress = progress
+        self.checked = checked
 
     @property
     def what(self) -> str:
         return self.tool
+
+    def run(self, source: ToolSource) -> Awaitable[object]:
+        if self.checked:
+            return call_checked(source, self.tool, self.input)
+        return source.call(self.tool, self.input)
+
+
+async def _listed(source: ToolSource) -> list[ToolDefinition]:
+    return list(await source.discover())

@@ -13,7 +13,7 @@ from amends_toolkit._progress import listener
 from amends_toolkit.runtime._messages import Call, Discover
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Coroutine, Sequence
+    from collections.abc import Awaitable, Callable, Coroutine, Sequence
 
     from amends_toolkit._definitions import ToolDefinition
     from amends_toolkit._json import JsonObject, JsonValue
@@ -98,8 +98,7 @@ class ActorRef:
             ToolSourceError: the source's failure; ``UnavailableError`` past ``call_timeout`` or
                 when the actor is stopped or given up; ``UnknownError`` for a defect.
         """
-        request = Discover(self._waiters(), self._deadline())
-        return cast("list[ToolDefinition]", await self._ask(request))
+        return cast("list[ToolDefinition]", await self._ask(Discover(self._deadline())))
 
     async def call(self, tool: str, input: JsonObject) -> JsonValue:
         """Run one tool through the actor and return its JSON.
@@ -112,9 +111,13 @@ class ActorRef:
         task) lets a ``BaseException`` that is no cancellation (``KeyboardInterrupt``,
         ``SystemExit``) reach the caller, as the source raised it.
         """
-        request = Call(
-            self._waiters(), self._deadline(), tool=tool, input=input, progress=listener()
-        )
+        request = Call(self._deadline(), tool=tool, input=input, progress=listener())
+        return cast("JsonValue", await self._ask(request))
+
+    async def call_checked(self, tool: str, input: JsonObject) -> JsonValue:
+        """:meth:`call` for an input checked already, as a toolkit does before every call:
+        the source's ``call_checked`` when it has one (see :class:`~amends_toolkit.ToolSource`)."""
+        request = Call(self._deadline(), tool=tool, input=input, progress=listener(), checked=True)
         return cast("JsonValue", await self._ask(request))
 
     def statistics(self) -> ActorStatistics:
@@ -127,19 +130,23 @@ class ActorRef:
             return math.inf
         return anyio.current_time() + self._call_timeout
 
-    async def _ask(self, request: Request) -> object:
+    def _ask(self, request: Request) -> Awaitable[object]:
+        # Not a coroutine itself: a call in flight holds one frame less.
         if self._inline is not None:
             here = self._inline(request)
             if here is not None:
                 # The actor had room: the call runs in this task, with no hop (no grace either:
                 # only a source that honours cancellation is spawned inline unless told so).
-                return await here
+                return here
+        return self._sent(request)
+
+    async def _sent(self, request: Request) -> object:
         try:
             await self._mailbox.put(request)
             if request.deadline == math.inf:
-                return await request.wait()
+                return await request.wait(self._waiters())
             with anyio.move_on_at(request.deadline + self._grace):
-                return await request.wait()
+                return await request.wait(self._waiters())
         except anyio.ClosedResourceError:
             raise UnavailableError(source=self._name, message=self._mailbox.why) from None
         except BaseException:

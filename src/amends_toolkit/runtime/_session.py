@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, TypeAlias
 import anyio
 
 from amends_toolkit._progress import Progress, listening
+from amends_toolkit.runtime._scopes import scopes
 from amends_toolkit.runtime._toolkit import (
     DENIED,
     Approve,
@@ -58,7 +59,7 @@ class Session:
     closes, or one made after it closed, raises :class:`anyio.ClosedResourceError`.
     """
 
-    __slots__ = ("_calls", "_on_progress", "_options", "_scope", "_state", "_toolkit")
+    __slots__ = ("_calls", "_on_progress", "_options", "_scope", "_scopes", "_state", "_toolkit")
 
     def __init__(
         self,
@@ -89,7 +90,8 @@ class Session:
     async def __aenter__(self) -> Session:
         if self._state != "new":
             raise RuntimeError("a Session can be entered only once, and not after close()")
-        self._scope = anyio.CancelScope()
+        self._scopes = scopes()
+        self._scope = self._scopes()
         self._scope.__enter__()
         self._state = "open"
         return self
@@ -139,7 +141,7 @@ class Session:
             raise RuntimeError("enter the Session (async with) before calling its tools")
         if self._state == "closed":
             raise anyio.ClosedResourceError
-        with anyio.CancelScope() as scope:
+        with self._scopes() as scope:
             if self._calls is None:
                 self._calls = set()
             calls = self._calls

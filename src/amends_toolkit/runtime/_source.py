@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol, TypeGuard, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, TypeGuard, cast, runtime_checkable
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Awaitable, Sequence
     from contextlib import AbstractAsyncContextManager
 
     from amends_toolkit._definitions import ToolDefinition
@@ -15,6 +15,7 @@ __all__ = (
     "Lifespan",
     "NormalExit",
     "ToolSource",
+    "call_checked",
     "has_lifespan",
     "honours_cancellation",
     "is_source",
@@ -33,6 +34,12 @@ class ToolSource(Protocol):
     actor then runs a call in its caller's own task when it has room (``Runtime.spawn``'s
     ``inline``), since no call of it can hold a caller past its deadline. Every built-in source
     declares it; a source without it is served by the actor's workers.
+
+    A source that checks each input itself before sending it (that it is JSON a peer may be sent,
+    nested at most so deep) may also define ``call_checked(tool, input)``: the same call, for an
+    input its caller has held to that already, as a toolkit does before every call (see
+    :func:`call_checked`). It skips its own walk, unless its own limit of depth is smaller than
+    the toolkit's. A direct ``call`` always checks.
     """
 
     @property
@@ -81,6 +88,20 @@ def is_source(value: object) -> TypeGuard[ToolSource]:
         and callable(getattr(value, "discover", None))
         and callable(getattr(value, "call", None))
     )
+
+
+def call_checked(source: ToolSource, tool: str, input: JsonObject) -> Awaitable[JsonValue]:
+    """``source.call(tool, input)`` for an input its caller has checked already: through the
+    source's ``call_checked`` when it has one (see :class:`ToolSource`).
+
+    Checked means what :class:`~amends_toolkit.runtime.InputValidator` holds every input to
+    before its schema: :func:`amends_toolkit._json.input_refusal` at the default depth
+    (:data:`amends_toolkit._json.MAX_DEPTH`) found nothing.
+    """
+    checked = getattr(source, "call_checked", None)
+    if checked is None:
+        return source.call(tool, input)
+    return cast("Awaitable[JsonValue]", checked(tool, input))
 
 
 def has_lifespan(source: ToolSource) -> TypeGuard[Lifespan]:

@@ -64,15 +64,21 @@ def build_request(
     base_url: str,
     max_body_size: int = MAX_BODY_SIZE,
     max_depth: int = MAX_DEPTH,
+    checked: bool = False,
 ) -> WireRequest:
     """The request ``input`` fills in ``template``, sent to ``base_url``.
+
+    ``checked``: the caller held ``input`` to :func:`~amends_toolkit._json.input_refusal` at
+    the default depth already (a toolkit does, before every call), so it is walked again only
+    for a smaller ``max_depth``.
 
     Raises:
         InputRefused: a value breaks one of the rules above; the message tells the model which.
     """
-    problem = input_refusal(input, max_depth=max_depth)
-    if problem is not None:
-        raise InputRefused(problem)
+    if not checked or max_depth < MAX_DEPTH:
+        problem = input_refusal(input, max_depth=max_depth)
+        if problem is not None:
+            raise InputRefused(problem)
     path = template.path
     query: list[tuple[str, str]] = list(template.query.items())
     headers: list[tuple[str, str]] = []
