@@ -136,7 +136,8 @@ async def compare(
     third (a baseline, itself measured in the same rounds); ``""`` marks a baseline.
 
     Within a round the subjects take turns in slices (at one caller, ten of them; at many
-    callers, a slice is the round), their order reversed every other slice, so that a subject
+    callers, a slice is the round), their order reversed every other slice (counted across
+    rounds, so that rounds of one slice alternate too), so that a subject
     and its baseline see the same machine: a shared machine's load drifts within seconds. The
     objects alive before the rounds are frozen out of garbage collection while they run, so
     a subject pays for collecting what it makes, not for walking the whole process's heap.
@@ -150,10 +151,13 @@ async def compare(
     gc.collect()
     gc.freeze()
     try:
-        for _ in range(rounds):
+        for round_index in range(rounds):
             runs: dict[str, list[_Run]] = {label: [] for label, _, _ in subjects}
             for index in range(slices):
-                for label, call, _ in subjects if index % 2 == 0 else subjects[::-1]:
+                # Reversed every other turn, counted across rounds: a round of one slice (many
+                # callers) would otherwise run its subjects in the same order every round.
+                turn = round_index * slices + index
+                for label, call, _ in subjects if turn % 2 == 0 else subjects[::-1]:
                     runs[label].append(await _drive(call, calls // slices, concurrency))
             for label, measured in runs.items():
                 samples[label].append(_summary(measured))
