@@ -62,28 +62,28 @@ async def measure(
                 "bare": await stack.enter_async_context(bare_client(client, url, mode)),
                 "bare-again": await stack.enter_async_context(bare_client(client, url, mode)),
             }
-            if {"source", "toolkit", "session"} & set(subjects):
-                source = at.mcp.http(name="bench", url=url, client=client)
-                await stack.enter_async_context(source.lifespan())
+
+            async def layers(source: at.ToolSource) -> tuple[Call, Call]:
+                """A toolkit over ``source`` and a session over it: each one's call of echo."""
                 toolkit = at.assemble(
                     [at.Member(source, await source.discover())], lambda _, __: "allow"
                 )
                 session = await stack.enter_async_context(
                     at.Session(toolkit, approve=lambda _, __: False)
                 )
+                return (
+                    functools.partial(toolkit.call, "bench__echo", INPUT),
+                    functools.partial(session.call, "bench__echo", INPUT),
+                )
+
+            if {"source", "toolkit", "session"} & set(subjects):
+                source = at.mcp.http(name="bench", url=url, client=client)
+                await stack.enter_async_context(source.lifespan())
                 made["source"] = functools.partial(source.call, "echo", INPUT)
-                made["toolkit"] = functools.partial(toolkit.call, "bench__echo", INPUT)
-                made["session"] = functools.partial(session.call, "bench__echo", INPUT)
+                made["toolkit"], made["session"] = await layers(source)
             if {"actor", "session-actor"} & set(subjects):
                 ref = await runtime.spawn(at.mcp.http(name="bench", url=url, client=client))
-                over_actor = at.assemble(
-                    [at.Member(ref, await ref.discover())], lambda _, __: "allow"
-                )
-                actor_session = await stack.enter_async_context(
-                    at.Session(over_actor, approve=lambda _, __: False)
-                )
-                made["actor"] = functools.partial(over_actor.call, "bench__echo", INPUT)
-                made["session-actor"] = functools.partial(actor_session.call, "bench__echo", INPUT)
+                made["actor"], made["session-actor"] = await layers(ref)
             chosen = [("bare", made["bare"])]
             chosen += [(label, made[label]) for label in subjects if label != "bare"]
             for _, call in chosen:
