@@ -118,8 +118,16 @@ _PLAIN: Final = frozenset({str, int, bool, type(None)})
 _CONTAINERS: Final = (dict, list, tuple)
 
 
-def input_refusal(value: object, *, max_depth: int = MAX_DEPTH) -> str | None:
-    """What a model reads of an input no peer may be sent (see :func:`refusal`), or ``None``."""
+def input_refusal(
+    value: object, *, max_depth: int = MAX_DEPTH, checked: bool = False
+) -> str | None:
+    """What a model reads of an input no peer may be sent (see :func:`refusal`), or ``None``.
+
+    ``checked``: the input was held to this at the default depth already (a toolkit does, before
+    every call), so it is walked again only for a smaller ``max_depth``.
+    """
+    if checked and max_depth >= MAX_DEPTH:
+        return None
     problem = refusal(value, max_depth=max_depth, only_json=True)
     return None if problem is None else f"The input {problem}; send plain JSON."
 

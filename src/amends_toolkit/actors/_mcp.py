@@ -239,8 +239,7 @@ class McpHttpSource:
     async def call_checked(self, tool: str, input: JsonObject) -> JsonValue:
         """:meth:`call` for an input a toolkit checked already: walked again only when the
         source's ``max_depth`` is below the toolkit's (see :class:`~amends_toolkit.ToolSource`)."""
-        if self._max_depth < MAX_DEPTH:
-            check_input(self._name, input, max_depth=self._max_depth)
+        check_input(self._name, input, max_depth=self._max_depth, checked=True)
         live = self._running()
         return await self._bounded("tools/call", self._call(live, tool, input))
 

@@ -68,17 +68,14 @@ def build_request(
 ) -> WireRequest:
     """The request ``input`` fills in ``template``, sent to ``base_url``.
 
-    ``checked``: the caller held ``input`` to :func:`~amends_toolkit._json.input_refusal` at
-    the default depth already (a toolkit does, before every call), so it is walked again only
-    for a smaller ``max_depth``.
+    ``checked``: see :func:`~amends_toolkit._json.input_refusal`.
 
     Raises:
         InputRefused: a value breaks one of the rules above; the message tells the model which.
     """
-    if not checked or max_depth < MAX_DEPTH:
-        problem = input_refusal(input, max_depth=max_depth)
-        if problem is not None:
-            raise InputRefused(problem)
+    problem = input_refusal(input, max_depth=max_depth, checked=checked)
+    if problem is not None:
+        raise InputRefused(problem)
     path = template.path
     query: list[tuple[str, str]] = list(template.query.items())
     headers: list[tuple[str, str]] = []
