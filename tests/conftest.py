@@ -7,12 +7,21 @@ import pytest
 from trio.testing import MockClock
 
 
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """A test marked ``both_backends`` runs on asyncio and on trio (see ``anyio_backend``)."""
+    if "anyio_backend" in metafunc.fixturenames and metafunc.definition.get_closest_marker(
+        "both_backends"
+    ):
+        metafunc.parametrize("anyio_backend", ["asyncio", "trio"], indirect=True)
+
+
 @pytest.fixture
 def anyio_backend(request: pytest.FixtureRequest) -> object:
-    """asyncio by default; trio with a virtual clock for tests marked ``virtual_clock``."""
+    """asyncio by default, both backends for tests marked ``both_backends``; trio with a virtual
+    clock for tests marked ``virtual_clock``."""
     if request.node.get_closest_marker("virtual_clock"):
         return ("trio", {"clock": MockClock(autojump_threshold=0)})
-    return "asyncio"
+    return getattr(request, "param", "asyncio")
 
 
 @pytest.fixture(params=["UTC", "America/New_York"])

@@ -250,6 +250,14 @@ async def mcp_echoing_all() -> AsyncIterator[tuple[str, list[str]]]:
         yield url, seen
 
 
+async def echoed(url: str, http: httpx.AsyncClient) -> str:
+    """What the model reads of the echo tool's answer, over a source of the server at ``url``."""
+    source = at.mcp.http(name="echoing", url=url, client=http)
+    async with source.lifespan():
+        await source.discover()
+        return json.dumps(await source.call("echo", {}))
+
+
 async def test_a_header_an_event_hook_adds_is_redacted_but_not_a_cookie() -> None:
     by_hook, cookie = "xk-live-hook-66cc44ee", "ck-server-set-11ab22cd"
 
@@ -260,10 +268,7 @@ async def test_a_header_an_event_hook_adds_is_redacted_but_not_a_cookie() -> Non
         async with httpx.AsyncClient(
             event_hooks={"request": [sign]}, cookies={"sid": cookie}
         ) as http:
-            source = at.mcp.http(name="echoing", url=url + "/mcp", client=http)
-            async with source.lifespan():
-                await source.discover()
-                text = json.dumps(await source.call("echo", {}))
+            text = await echoed(url + "/mcp", http)
         assert by_hook in seen[-1]
         assert by_hook not in text
         # A cookie jar holds what servers set, any number of them: no secret of the host's.
@@ -278,10 +283,7 @@ async def test_a_token_in_the_path_of_the_servers_url_is_redacted() -> None:
     in_path = "pk9f3a7c21e5b84d6a"
     async for url, seen in mcp_echoing_all():
         async with httpx.AsyncClient() as http:
-            source = at.mcp.http(name="echoing", url=f"{url}/api/s/{in_path}/mcp", client=http)
-            async with source.lifespan():
-                await source.discover()
-                text = json.dumps(await source.call("echo", {}))
+            text = await echoed(f"{url}/api/s/{in_path}/mcp", http)
         assert in_path in seen[-1]
         assert in_path not in text
         # The path's words are no secret.
@@ -362,10 +364,7 @@ async def test_a_key_the_clients_auth_or_a_hook_puts_in_the_query_is_redacted() 
         async with httpx.AsyncClient(
             auth=_QueryKey(by_auth), event_hooks={"request": [sign]}
         ) as http:
-            source = at.mcp.http(name="echoing", url=url + "/mcp?tenant=acme-north", client=http)
-            async with source.lifespan():
-                await source.discover()
-                text = json.dumps(await source.call("echo", {}))
+            text = await echoed(url + "/mcp?tenant=acme-north", http)
         assert by_auth in seen[-1]
         assert by_hook in seen[-1]
         assert by_auth not in text

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import anyio
 import pytest
-from trio.testing import MockClock
 
 import amends_toolkit as at
 from amends_toolkit.runtime import ActorRef, Runtime
@@ -13,15 +12,8 @@ from amends_toolkit.runtime import ActorRef, Runtime
 from .sources import Honouring, Scripted
 from .test_actor_inline import Dying, Halt, Lingering, Opening, ask, running
 
-pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture(params=["asyncio", "trio"])
-def anyio_backend(request: pytest.FixtureRequest) -> object:
-    """Both backends: they deliver cancellation and wake waiters differently."""
-    if request.node.get_closest_marker("virtual_clock"):
-        return ("trio", {"clock": MockClock(autojump_threshold=0)})
-    return request.param
+# Both backends: they deliver cancellation and wake waiters differently.
+pytestmark = [pytest.mark.anyio, pytest.mark.both_backends]
 
 
 async def holds_exactly(ref: ActorRef, source: Scripted, count: int) -> None:

@@ -2,7 +2,6 @@ from __future__ import annotations
 
 import anyio
 import pytest
-from trio.testing import MockClock
 
 import amends_toolkit as at
 from amends_toolkit import JsonObject, JsonValue
@@ -11,15 +10,8 @@ from amends_toolkit.runtime import Tool, ToolEntry, Toolkit, asking
 
 from .toolkit_sources import CLOSED, OPEN, Gate, Recording, allow_all, define, raising
 
-pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture(params=["asyncio", "trio"])
-def anyio_backend(request: pytest.FixtureRequest) -> object:
-    """Both backends: a session is a cancel scope, and the two deliver cancellation differently."""
-    if request.node.get_closest_marker("virtual_clock"):
-        return ("trio", {"clock": MockClock(autojump_threshold=0)})
-    return request.param
+# Both backends: a session is a cancel scope, and the two deliver cancellation differently.
+pytestmark = [pytest.mark.anyio, pytest.mark.both_backends]
 
 
 class Person:
