@@ -53,6 +53,16 @@ class Figure:
     """The subject's calls per second over the baseline's (higher is better)."""
     cpu_ratio: float
     """The subject's CPU per call over the baseline's (lower is better)."""
+    rounds: tuple[Sample, ...] = ()
+    """Each round's sample, in order: what pairs this subject with any other of its group."""
+
+    def throughput_against(self, other: Figure) -> float:
+        """The median over the rounds of this subject's calls per second over ``other``'s in the
+        same round (measured side by side, unlike the ratio of the two medians)."""
+        return statistics.median(
+            mine.calls_per_second / theirs.calls_per_second
+            for mine, theirs in zip(self.rounds, other.rounds, strict=True)
+        )
 
 
 @attrs.frozen(kw_only=True)
@@ -122,6 +132,8 @@ def _summary(runs: Sequence[_Run]) -> Sample:
 
 SLICES = 10
 """Into how many turns a round is cut when it is long enough (each at least ten calls a caller)."""
+WARM_CALLERS = 64
+"""Callers that warm a subject up: enough to open a pool of 64 connections."""
 
 
 async def compare(
@@ -144,7 +156,8 @@ async def compare(
     """
     samples: dict[str, list[Sample]] = {label: [] for label, _, _ in subjects}
     for _, call, _ in subjects:  # warm every subject up once: connections, caches, validators
-        await sample(call, max(concurrency, calls // 10), concurrency)
+        warm = min(concurrency, WARM_CALLERS)
+        await sample(call, max(warm, calls // 10), warm)
     slices = max(1, min(SLICES, calls // (concurrency * 10)))
     # What is alive now (modules, clients, servers' state) is no one's garbage: frozen, it is
     # not walked by each slice's collection nor by one that falls within a subject's calls.
@@ -182,6 +195,7 @@ async def compare(
                 cpu_ratio=statistics.median(
                     m.cpu_us_per_call / b.cpu_us_per_call for m, b in zip(mine, base, strict=True)
                 ),
+                rounds=tuple(mine),
             )
         )
     return figures

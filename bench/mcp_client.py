@@ -44,6 +44,8 @@ OURS = "at.mcp.http, httpx2"
 """The subject the issue's targets are about, and the same calls through the whole library."""
 THROUGH_SESSION = "Session→Toolkit→actor→at.mcp.http, httpx2"
 SDK = "official SDK mcp.Client"
+AGAIN = "bare JSON-RPC, httpx2, again (A/A)"
+"""A second bare client against the first: at many callers, the measurement's own swing."""
 
 
 def calls_for(concurrency: int, scale: float) -> int:
@@ -113,6 +115,7 @@ async def run_group(
         runtime = await stack.enter_async_context(at.Runtime())
         bare = await stack.enter_async_context(bare_client(client, url, mode))
         bare2 = await stack.enter_async_context(bare_client(client2, url, mode))
+        again = await stack.enter_async_context(bare_client(client2, url, mode))
         source = at.mcp.http(name="bench", url=url, client=client)
         source2 = at.mcp.http(name="bench", url=url, client=client2)
         await stack.enter_async_context(source.lifespan())
@@ -123,6 +126,7 @@ async def run_group(
         subjects: list[tuple[str, Call, str]] = [
             ("bare JSON-RPC, httpx", bare, ""),
             ("bare JSON-RPC, httpx2", bare2, ""),
+            *([(AGAIN, again, "bare JSON-RPC, httpx2")] if concurrency > 1 else []),
             (
                 "at.mcp.http, httpx",
                 lambda: source.call("echo", {"text": "hi"}),

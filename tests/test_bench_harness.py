@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 
 import pytest
-from bench._harness import compare
+from bench._harness import Figure, Sample, compare
 
 pytestmark = pytest.mark.anyio
 
@@ -32,3 +32,28 @@ async def test_rounds_of_one_slice_alternate_which_subject_goes_first(concurrenc
     turns = [measured[i : i + per_turn] for i in range(0, len(measured), per_turn)]
     assert [set(turn) for turn in turns] == [{"a"}, {"b"}, {"b"}, {"a"}] * 2
     assert [turn[0] for turn in turns[::2]] == ["a", "b", "a", "b"]
+
+
+def test_a_throughput_against_another_subject_pairs_their_rounds() -> None:
+    def figure(*rates: float) -> Figure:
+        samples = tuple(
+            Sample(calls_per_second=rate, p50_ms=1.0, p99_ms=1.0, cpu_us_per_call=1.0)
+            for rate in rates
+        )
+        return Figure(
+            group="g",
+            subject="s",
+            baseline="s",
+            calls_per_second=sorted(rates)[1],
+            p50_ms=1.0,
+            p99_ms=1.0,
+            cpu_us_per_call=1.0,
+            throughput_ratio=1.0,
+            cpu_ratio=1.0,
+            rounds=samples,
+        )
+
+    # round by round the first does 2x, 2x and 0.5x the second: the median of the ratios is 2x,
+    # where the ratio of the medians (200 against 200) would say 1x
+    ours, theirs = figure(200, 800, 100), figure(100, 400, 200)
+    assert ours.throughput_against(theirs) == 2.0
