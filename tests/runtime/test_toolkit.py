@@ -428,3 +428,30 @@ async def test_a_toolkit_tells_its_source_the_input_is_checked_and_a_direct_call
         assert await toolkit.call("told__tool", {}) == "called"
         assert await ref.call("tool", {}) == "called"
     assert told.calls == ["call_checked", "call_checked", "call"]
+
+
+class Counted(Told):
+    """A host's subclass that overrides only ``call``: its ``call`` must be what is reached."""
+
+    async def call(self, tool: str, input: JsonObject) -> JsonValue:
+        self.calls.append("counted")
+        return await super().call(tool, input)
+
+
+class CountedBoth(Counted):
+    async def call_checked(self, tool: str, input: JsonObject) -> JsonValue:
+        self.calls.append("counted checked")
+        return "called"
+
+
+@pytest.mark.parametrize("inline", [True, False])
+async def test_a_subclass_that_overrides_only_call_is_called_through_it(inline: bool) -> None:
+    counted, both = Counted(), CountedBoth()
+    assert await one_tool(counted).call("told__tool", {}) == "called"
+    async with at.Runtime() as runtime:
+        ref = await runtime.spawn(counted, inline=inline)
+        assert await one_tool(ref).call("told__tool", {}) == "called"
+        assert await one_tool(both).call("told__tool", {}) == "called"
+    assert counted.calls == ["counted", "call"] * 2
+    # one that overrides both is told the input is checked, as its base is
+    assert both.calls == ["counted checked"]

@@ -39,7 +39,8 @@ class ToolSource(Protocol):
     nested at most so deep) may also define ``call_checked(tool, input)``: the same call, for an
     input its caller has held to that already, as a toolkit does before every call (see
     :func:`call_checked`). It skips its own walk, unless its own limit of depth is smaller than
-    the toolkit's. A direct ``call`` always checks.
+    the toolkit's. A direct ``call`` always checks. A subclass that overrides ``call`` and not
+    ``call_checked`` is called through its ``call``.
     """
 
     @property
@@ -98,10 +99,29 @@ def call_checked(source: ToolSource, tool: str, input: JsonObject) -> Awaitable[
     before its schema: :func:`amends_toolkit._json.input_refusal` at the default depth
     (:data:`amends_toolkit._json.MAX_DEPTH`) found nothing.
     """
-    checked = getattr(source, "call_checked", None)
-    if checked is None:
-        return source.call(tool, input)
-    return cast("Awaitable[JsonValue]", checked(tool, input))
+    kind = type(source)
+    pairs = _PAIRED.get(kind)
+    if pairs is None:
+        pairs = _PAIRED[kind] = _pairs(kind)
+    if pairs:
+        return cast("Awaitable[JsonValue]", source.call_checked(tool, input))  # type: ignore[attr-defined]
+    return source.call(tool, input)
+
+
+_PAIRED: dict[type, bool] = {}
+"""Per class of source, whether :func:`call_checked` may take its ``call_checked``."""
+
+
+def _pairs(kind: type) -> bool:
+    """Whether ``kind``'s ``call_checked`` goes with the ``call`` it has: no class of its MRO
+    overrides ``call`` below the one that defines ``call_checked``. A subclass that overrides
+    only ``call`` (a host's, to count or log its calls) is reached through that ``call``."""
+    for klass in kind.__mro__:
+        if "call_checked" in vars(klass):
+            return True
+        if "call" in vars(klass):
+            return False
+    return False
 
 
 def has_lifespan(source: ToolSource) -> TypeGuard[Lifespan]:
