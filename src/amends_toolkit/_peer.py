@@ -13,7 +13,7 @@ import json
 import re
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Final
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import parse_qsl, quote, quote_plus, urlsplit
 
 if TYPE_CHECKING:
     from amends_toolkit._json import JsonValue
@@ -71,8 +71,9 @@ class Secrets:
 
     Built from the client's headers (all but the few a client sets by itself, such as
     ``Accept`` or ``User-Agent``) and its query parameters, each value as it is, its last word
-    (the token of ``Bearer <token>``) and the forms JSON text writes them in; values shorter than
-    six characters are left alone.
+    (the token of ``Bearer <token>``), the forms JSON text writes them in and those a URL's query
+    writes them in (percent-encoded, with ``+`` or ``%20`` for a space); values shorter than six
+    characters are left alone.
     """
 
     __slots__ = ("_texts", "longest")
@@ -84,6 +85,8 @@ class Secrets:
                 if len(part) >= _MIN_SECRET:
                     escaped = json.dumps(part, ensure_ascii=True)[1:-1]
                     found.update({part, escaped, escaped.replace("/", "\\/")})
+                    # as a URL carries it (a server may echo the target it was sent)
+                    found.update({quote(part, safe=""), quote_plus(part, safe="")})
         # Longest first, so that a value is replaced whole before a part of it is.
         self._texts = tuple(sorted(found, key=len, reverse=True))
         self.longest = max((len(text) for text in self._texts), default=0)
@@ -156,8 +159,9 @@ class ClientSecrets:
     event hook put on it (``Authorization``, ``X-Api-Key``, ``?sig=``); not a redirect's query,
     which is the server's. Not its ``Cookie``: a client's cookie jar holds what servers set,
     and a server may set any number of cookies, each of which would then be searched for in
-    every answer. The ``url`` the host gave the source adds its query's values, its password and
-    the segments of its path that are tokens (see :data:`_PATH_TOKEN`).
+    every answer. The ``url`` the host gave the source adds its query's values (decoded and as
+    written), its password and the segments of its path that are tokens (see
+    :data:`_PATH_TOKEN`).
     """
 
     __slots__ = ("_also", "_client", "_params", "_raw", "_secrets", "_sent")
@@ -168,6 +172,8 @@ class ClientSecrets:
         # what the host wrote into the address it gave: a key in its query, a password, a token
         self._also = (
             tuple(value for _, value in parse_qsl(parts.query))
+            # and as the host wrote them, which a server may echo as it got them
+            + tuple(pair.partition("=")[2] for pair in parts.query.split("&"))
             + ((parts.password,) if parts.password else ())
             + tuple(_PATH_TOKEN.findall(parts.path))
         )

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable, Generator
 from typing import Literal
-from urllib.parse import unquote
+from urllib.parse import quote, quote_plus, unquote
 
 import httpx
 import pytest
@@ -225,12 +225,13 @@ async def test_a_key_in_the_servers_url_is_redacted() -> None:
         assert "[redacted]" in json.dumps(value)
 
 
-def echo_all(target: str, headers: dict[str, str]) -> str:
-    """Everything a request carried: its target and every header."""
-    return unquote(target) + " " + " ".join(f"{k}={v}" for k, v in sorted(headers.items()))
+def echo_all(target: str, headers: dict[str, str], *, decoded: bool = True) -> str:
+    """Everything a request carried: its target (``decoded``, or as it came) and every header."""
+    shown = unquote(target) if decoded else target
+    return shown + " " + " ".join(f"{k}={v}" for k, v in sorted(headers.items()))
 
 
-async def mcp_echoing_all() -> AsyncIterator[tuple[str, list[str]]]:
+async def mcp_echoing_all(*, decoded: bool = True) -> AsyncIterator[tuple[str, list[str]]]:
     """An MCP peer (stateless, 2026 era) whose one tool answers everything its call carried."""
     seen: list[str] = []
 
@@ -242,7 +243,7 @@ async def mcp_echoing_all() -> AsyncIterator[tuple[str, list[str]]]:
         elif method == "tools/list":
             result = {"tools": [{"name": "echo", "inputSchema": {"type": "object"}}]}
         else:
-            seen.append(echo_all(target, headers))
+            seen.append(echo_all(target, headers, decoded=decoded))
             result = {"content": [{"type": "text", "text": seen[-1]}]}
         yield json_reply({"jsonrpc": "2.0", "id": id_, "result": result})
 
@@ -394,3 +395,25 @@ async def test_the_query_of_a_redirect_is_the_servers_and_no_secret() -> None:
         text = json.dumps(await at.source_toolkit(source, await source.discover()).call("get", {}))
     assert f"next={servers}" in text
     assert by_hook not in text
+
+
+@pytest.mark.parametrize("where", ["client", "url"])
+async def test_a_key_is_redacted_in_the_percent_encoded_form_a_target_carries_it_in(
+    where: str,
+) -> None:
+    # A server may echo the target it got as it got it: the key percent-encoded, as the
+    # client's query writes it (a space as +) or as the host wrote it into the address.
+    key = "ck/live+key=77aa 99;é"
+    async for url, seen in mcp_echoing_all(decoded=False):
+        if where == "client":
+            async with httpx.AsyncClient(params={"api_key": key}) as http:
+                text = await echoed(f"{url}/mcp", http)
+            sent = quote_plus(key, safe="")
+        else:
+            sent = quote(key, safe="").lower()  # as a host may write it: any case of hex
+            async with httpx.AsyncClient() as http:
+                text = await echoed(f"{url}/mcp?key={sent}", http)
+        assert sent in seen[-1]
+        for form in (key, quote(key, safe=""), quote_plus(key, safe=""), sent):
+            assert form not in text
+        assert "[redacted]" in text
