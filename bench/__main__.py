@@ -126,6 +126,11 @@ def targets(figures: Sequence[Figure], measures: Sequence[Measure]) -> list[tupl
     return rows
 
 
+def shown(value: float) -> str:
+    """A figure with two decimals, or none when it is a count (pages, bytes)."""
+    return f"{value:,.0f}" if float(value).is_integer() and abs(value) >= 1 else f"{value:,.2f}"
+
+
 def report(
     info: dict[str, object],
     figures: Sequence[Figure],
@@ -187,8 +192,9 @@ def report(
             ]
         ratio = measure.ratio
         lines.append(
-            f"| {measure.subject} | {measure.value:,.2f} {measure.unit} | {measure.baseline or '—'} | "
-            + (f"{measure.baseline_value:,.2f} {measure.unit}" if measure.baseline else "—")
+            f"| {measure.subject} | {shown(measure.value)} {measure.unit} | "
+            f"{measure.baseline or '—'} | "
+            + (f"{shown(measure.baseline_value)} {measure.unit}" if measure.baseline else "—")
             + f" | {'—' if ratio is None else f'{ratio:.2f}x'} |"
         )
     notes = HERE / "NOTES.md"
