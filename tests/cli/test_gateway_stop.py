@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,15 +24,21 @@ from .upstream import notes_app, tasks_app
 pytestmark = pytest.mark.anyio
 
 
+RELEASE = threading.Event()
+"""Set when the test is done with the gateway stopping mid-call: the slow call then answers."""
+
+
 @pytest.fixture
 def gateway(tmp_path: Path) -> Iterator[GatewayProcess]:
-    with serve(tasks_app()) as tasks_port, serve(notes_app()) as notes_port:
+    RELEASE.clear()
+    with serve(tasks_app(RELEASE)) as tasks_port, serve(notes_app()) as notes_port:
         config = write_config(tmp_path, tasks_port, notes_port, grace=20)
         process = GatewayProcess(config, env={"TASKS_TOKEN": "the-tasks-token"})
         try:
             process.wait_ready()
             yield process
         finally:
+            RELEASE.set()  # a test that failed mid-call leaves no call waiting
             if process.process.poll() is None:
                 process.process.kill()
                 process.process.wait()
@@ -71,7 +78,7 @@ async def test_sigterm_mid_call_lets_the_call_finish_and_stops_everything(
     ):
 
         async def slow_call() -> None:
-            answers.append(await running.call_tool("tasks__slow", {"seconds": 3}))
+            answers.append(await running.call_tool("tasks__slow", {"seconds": 60}))
 
         tasks.start_soon(slow_call)
         await eventually(lambda: in_flight(gateway, "tasks"))
@@ -80,6 +87,7 @@ async def test_sigterm_mid_call_lets_the_call_finish_and_stops_everything(
         refused = await latecomer.call_tool("tasks__list_tasks", {})
         assert refused.is_error
         assert "stopping" in text(refused)
+        RELEASE.set()  # the running call ends now, and the gateway with it
     assert [text(answer) for answer in answers] == ['{"result": "slow done"}']
     assert gateway.stop(timeout=30) == 0
     assert not alive(stdio["pid"])

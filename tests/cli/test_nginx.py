@@ -68,7 +68,7 @@ def balancer(
             try:
                 url = f"http://127.0.0.1:{front}/mcp"
                 with httpx.Client() as http:
-                    for _ in range(500):
+                    for _ in range(1500):  # up to 30 s on a loaded machine
                         try:
                             if http.get(f"http://127.0.0.1:{front}/healthz").status_code == 200:
                                 break
@@ -112,7 +112,7 @@ async def test_every_call_through_nginx_is_answered_by_both_replicas(
             tasks.start_soon(client)
     assert len(answers) == 40
     assert set(answers) == {'{"result": ["water the plants", "buy bread"]}'}
-    with anyio.fail_after(10):
+    with anyio.fail_after(30):  # the replicas' logs are read as they are written
         while True:
             after = [
                 len([e for e in g.events("gateway.call") if e["era"] == era]) for g in gateways

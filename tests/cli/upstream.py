@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import sys
+import threading
 from typing import Any
 
 import anyio
@@ -46,7 +47,9 @@ NOTES_DOCUMENT: dict[str, Any] = {
 }
 
 
-def tasks_app() -> Any:
+def tasks_app(release: threading.Event | None = None) -> Any:
+    """``release``, when given, ends a ``slow`` call before its seconds, once it is set: a test
+    orders what happens while the call runs by setting it, not by how long the call takes."""
     from mcp.server import MCPServer
     from mcp.types import ToolAnnotations
 
@@ -82,7 +85,10 @@ def tasks_app() -> Any:
     @server.tool()
     async def slow(seconds: float) -> str:
         """Answer after some seconds."""
-        await anyio.sleep(seconds)
+        if release is None:
+            await anyio.sleep(seconds)
+        else:
+            await anyio.to_thread.run_sync(release.wait, seconds)
         return "slow done"
 
     app = server.streamable_http_app(stateless_http=False, json_response=False)

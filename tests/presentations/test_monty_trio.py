@@ -81,5 +81,5 @@ def test_a_run_under_trio_that_loops_forever_stops_at_its_timeout() -> None:
     failure = at.Failure.from_json(stopped)
     assert failure is not None
     assert failure.code == "Timeout"
-    assert took < 5
+    assert took < 15  # its timeout is 0.5 s: not forever, with room for a loaded machine
     assert after == {"result": 2, "logs": []}
