@@ -2,11 +2,20 @@
 ``calls`` calls, ``concurrency`` callers at a time, through an in-process source that waits one
 turn of the event loop (so that the calls are in flight at once, as a network call's are).
 
-Run each under valgrind twice with two call counts and difference the totals (see
-``bench/NOTES.md``, "The layers at many callers")::
+Run it under valgrind, counting only the measured calls (see ``bench/NOTES.md``, "the layers at
+many callers"): build a library that switches callgrind's counting on and off,
 
-    valgrind --tool=callgrind --callgrind-out-file=/dev/null python -m bench.layers_instr \\
-        --subject session-actor --concurrency 512 --calls 2048
+    cat > cg.c <<'C'
+    #include <valgrind/callgrind.h>
+    void cg_start(void) { CALLGRIND_START_INSTRUMENTATION; CALLGRIND_ZERO_STATS; }
+    void cg_stop(void) { CALLGRIND_DUMP_STATS; CALLGRIND_STOP_INSTRUMENTATION; }
+    C
+    gcc -O2 -shared -fPIC -o libcg.so cg.c
+
+then ``valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file=cg.out python -m
+bench.layers_instr --subject session-actor --concurrency 512 --calls 4096 --toggle ./libcg.so``
+and divide the ``totals:`` of ``cg.out.1`` by the calls. Without valgrind, difference the totals
+of two runs with two call counts instead.
 
 Subjects: ``source`` (``source.call``), ``session`` (``Session -> Toolkit -> source``),
 ``actor`` (``toolkit.call`` over the source's actor) and ``session-actor`` (``Session ->
