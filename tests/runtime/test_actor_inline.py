@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import inspect
 import logging
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING
@@ -16,7 +18,7 @@ from amends_toolkit.runtime import ActorRef, Runtime
 from .sources import Crashing, Honouring, Scripted
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator
+    from collections.abc import AsyncIterator, Coroutine
 
 pytestmark = pytest.mark.anyio
 
@@ -462,3 +464,41 @@ async def test_a_stop_answers_a_request_waiting_for_a_slot_and_never_runs_it() -
     assert source.texts == ["inline"]
     assert "stopped while the call ran" in outcomes["inline"]
     assert "the source is stopped" in outcomes["held"]
+
+
+async def await_(call: Coroutine[object, object, object]) -> None:
+    await call
+
+
+def held_frames(call: Coroutine[object, object, object]) -> list[str]:
+    """The library's frames a suspended call holds, outermost first."""
+    names: list[str] = []
+    awaited: object = call
+    while inspect.iscoroutine(awaited):
+        if "amends_toolkit" in awaited.cr_code.co_filename:
+            names.append(awaited.cr_code.co_name)
+        awaited = awaited.cr_await
+    return names
+
+
+async def test_a_call_in_flight_over_an_actor_holds_only_the_frames_of_its_layers() -> None:
+    # Each call in flight holds its chain of frames, and each of its wake-ups passes them all:
+    # no layer adds a frame of its own beyond these (the ref's methods are no coroutines).
+    source = Honouring()
+    async with Runtime() as runtime:
+        ref = await running(runtime, source, max_concurrency=1, mailbox_size=0)
+        toolkit = at.assemble([at.Member(ref, await ref.discover())], lambda _, __: "allow")
+        async with (
+            at.Session(toolkit, approve=lambda _, __: True) as session,
+            anyio.create_task_group() as tasks,
+        ):
+            inline = session.call("scripted__wait", {})
+            sent = session.call("scripted__wait", {})
+            waiting = session.call("scripted__wait", {})
+            for call in (inline, sent, waiting):
+                tasks.start_soon(functools.partial(await_, call))
+                await anyio.wait_all_tasks_blocked()
+            assert held_frames(inline) == ["call", "invoke", "run_tool", "_inline"]
+            assert held_frames(sent) == ["call", "invoke", "run_tool", "_sent", "wait"]
+            assert held_frames(waiting) == ["call", "invoke", "run_tool", "_sent", "put"]
+            source.release.set()

@@ -188,7 +188,9 @@ async def test_a_caller_woken_to_send_by_a_worker_that_then_leaves_still_sends()
         assert ref.statistics().restarts == 1
 
 
-async def die_with_one_waiting(ref: ActorRef, source: DyingLater) -> None:
+async def die_with_one_waiting(
+    ref: ActorRef, source: DyingLater, *, behind: tuple[str, ...] = ()
+) -> None:
     async with anyio.create_task_group() as tasks:
 
         async def die() -> None:
@@ -197,12 +199,24 @@ async def die_with_one_waiting(ref: ActorRef, source: DyingLater) -> None:
 
         tasks.start_soon(die)
         await anyio.wait_all_tasks_blocked()
-        tasks.start_soon(ask, ref, "echo", "waiting")
-        await anyio.wait_all_tasks_blocked()
+        for text in ("waiting", *behind):
+            tasks.start_soon(ask, ref, "echo", text)
+            await anyio.wait_all_tasks_blocked()
         assert source.texts == ["die"]
         source.release.set()
         # The worker answers `die`, waits for a request (waking `waiting`) and is at once
         # cancelled by the crash: `waiting` waits again, for the next incarnation.
+
+
+async def test_a_caller_woken_to_send_that_finds_no_room_keeps_its_turn() -> None:
+    source = DyingLater()
+    async with Runtime() as runtime:
+        ref = await running(runtime, source, inline=False, max_concurrency=1, mailbox_size=0)
+        with anyio.fail_after(10):
+            await die_with_one_waiting(ref, source, behind=("behind", "last"))
+        # `waiting`, woken for a place that went before it ran, waits again ahead of the
+        # callers that were behind it.
+        assert source.texts == ["die", "waiting", "behind", "last"]
 
 
 @pytest.mark.virtual_clock

@@ -32,14 +32,18 @@ __all__ = ("Mailbox", "Slots")
 class Mailbox:
     """Requests waiting for a worker; :meth:`put` from any task, :meth:`get` from workers."""
 
-    __slots__ = ("_closed", "_getters", "_new", "_putters", "_queue", "_size", "why")
+    __slots__ = ("_called", "_closed", "_getters", "_new", "_putters", "_queue", "_size", "why")
 
     def __init__(self, size: int, waiters: Callable[[], Waiter]) -> None:
         self._size = size
         self._new = waiters
         self._queue: deque[Request] = deque()
         self._getters: deque[Waiter] = deque()
+        # Callers waiting to put, in turn: those not woken yet, and those woken (each given a
+        # place) that have not run yet, which stay ahead of any newcomer. Two lines, so that
+        # waking the next caller never walks past the ones woken already.
         self._putters: deque[Waiter] = deque()
+        self._called: deque[Waiter] = deque()
         self._closed = False
         self.why = ""
 
@@ -54,6 +58,7 @@ class Mailbox:
         return (
             not self._queue
             and not self._putters
+            and not self._called
             and bool(self._getters)
             and not self._getters[0].done()
         )
@@ -72,7 +77,7 @@ class Mailbox:
         """
         if self._closed:
             raise anyio.ClosedResourceError
-        if not self._putters and self._room():
+        if not (self._putters or self._called) and self._room():
             self._queue.append(request)
             _wake(self._getters)
             return
@@ -89,13 +94,16 @@ class Mailbox:
                 if self._room():
                     break
                 # The room went before it ran (a worker left): it waits again, still first.
-                index = self._putters.index(waiter)
-                waiter = self._putters[index] = self._new()
+                _off(self._called, waiter)
+                waiter = self._new()
+                self._putters.appendleft(waiter)
             self._queue.append(request)
             _wake(self._getters)
         finally:
-            with suppress(ValueError):  # close() took it off the line already
-                self._putters.remove(waiter)
+            # Off its line (close() took it off already): woken, it is near the head of
+            # _called, as the callers woken before it have run.
+            if not _off(self._called, waiter):
+                _off(self._putters, waiter)
             self._call_putters()  # the room left, or the turn it was given, goes to the next
 
     async def get(self) -> Request:
@@ -129,13 +137,14 @@ class Mailbox:
         (one woken stays first in line until it runs, so no newcomer and no later caller
         overtakes it; several are woken at once when several places opened, so that putting
         never becomes one caller per turn of the loop)."""
-        room = self._size - len(self._queue) + len(self._getters)
-        for waiter in self._putters:
-            if room <= 0:
-                return
-            if not waiter.done():
+        room = self._size - len(self._queue) + len(self._getters) - len(self._called)
+        putters = self._putters
+        while room > 0 and putters:
+            waiter = putters.popleft()
+            if not waiter.done():  # else cancelled: it leaves by itself, and takes no room
                 waiter.set_result(None)
-            room -= 1
+                self._called.append(waiter)
+                room -= 1
 
     def requeue(self, request: Request) -> bool:
         """Put a request taken but never run back at the head of the line; ``False`` (and
@@ -152,7 +161,7 @@ class Mailbox:
         self.why = why
         left = list(self._queue)
         self._queue.clear()
-        for waiters in (self._getters, self._putters):
+        for waiters in (self._getters, self._putters, self._called):
             while waiters:
                 waiter = waiters.popleft()
                 if not waiter.done():
@@ -213,6 +222,15 @@ def _wake(waiters: deque[Waiter]) -> bool:
             waiter.set_result(None)
             return True
     return False
+
+
+def _off(waiters: deque[Waiter], waiter: Waiter) -> bool:
+    """Take a waiter off a line if it is on it; whether it was."""
+    try:
+        waiters.remove(waiter)
+    except ValueError:
+        return False
+    return True
 
 
 def _leave(waiters: deque[Waiter], waiter: Waiter) -> None:

@@ -114,11 +114,15 @@ class ActorRef:
         request = Call(self._deadline(), tool=tool, input=input, progress=listener())
         return cast("JsonValue", await self._ask(request))
 
-    async def call_checked(self, tool: str, input: JsonObject) -> JsonValue:
+    def call_checked(self, tool: str, input: JsonObject) -> Awaitable[JsonValue]:
         """:meth:`call` for an input checked already, as a toolkit does before every call:
-        the source's ``call_checked`` when it has one (see :class:`~amends_toolkit.ToolSource`)."""
+        the source's ``call_checked`` when it has one (see :class:`~amends_toolkit.ToolSource`).
+
+        Not a coroutine itself, as :meth:`_ask`: every call of a toolkit over an actor comes
+        here, and a call in flight holds one frame less (each of its wake-ups passes one less).
+        """
         request = Call(self._deadline(), tool=tool, input=input, progress=listener(), checked=True)
-        return cast("JsonValue", await self._ask(request))
+        return cast("Awaitable[JsonValue]", self._ask(request))
 
     def statistics(self) -> ActorStatistics:
         """Queued and running requests, restarts so far, and the actor's state."""
