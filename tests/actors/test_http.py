@@ -340,6 +340,20 @@ async def test_the_clients_own_headers_come_last_and_win(setup: Setup) -> None:
 
 
 @pytest.mark.anyio
+@pytest.mark.parametrize("asked", [None, "br, gzip", "gzip"])
+async def test_only_the_codings_the_source_reads_are_asked_for(
+    setup: Setup, asked: str | None
+) -> None:
+    # Whatever the client asks for by itself (its default is gzip and deflate), each request
+    # asks for gzip and deflate once: a body in another coding could not be read.
+    options = {"client_options": {"headers": {} if asked is None else {"Accept-Encoding": asked}}}
+    async with source_for(setup, **options) as source:
+        await source.call("ping", {})
+        await source.call("get_item", {"item_id": "1", "trace": "t", "q": "x"})
+    assert [r.header("accept-encoding") for r in setup.api.requests] == [["gzip, deflate"]] * 2
+
+
+@pytest.mark.anyio
 async def test_the_clients_own_query_parameters_win(setup: Setup) -> None:
     options = {"client_options": {"params": {"q": "host-key"}}}
     async with source_for(setup, **options) as source:

@@ -48,7 +48,6 @@ from typing import TYPE_CHECKING, Protocol
 from urllib.parse import urlsplit
 
 import anyio
-import attrs
 
 from amends_toolkit._content import media_block
 from amends_toolkit._errors import (
@@ -229,21 +228,23 @@ class HttpSource:
             )
         except InputRefused as error:
             raise InvalidInputError(source=self._name, message=str(error)) from None
+        client = self._client
+        headers, query = wire.headers, wire.query
         # The client's own headers and query parameters (its credentials) come last and win: one
         # the client sets is not sent from the input, so the client's value is the one sent.
-        own_headers = {key.lower() for key in self._client.headers}
-        own_query = set(self._client.params)
-        wire = attrs.evolve(
-            wire,
-            headers=[
-                *((k, v) for k, v in wire.headers if k.lower() not in own_headers),
-                ("Accept-Encoding", ACCEPT_ENCODING),
-            ],
-            query=[(k, v) for k, v in wire.query if k not in own_query],
-        )
+        if headers:
+            own_headers = {key.lower() for key in client.headers}
+            headers = [(k, v) for k, v in headers if k.lower() not in own_headers]
+        if query:
+            own_query = set(client.params)
+            query = [(k, v) for k, v in query if k not in own_query]
+        # Only the codings read here; a client that asks for just those (httpx's default) is not
+        # given the header again, which its headers would merge in at some cost.
+        if client.headers.get("accept-encoding") != ACCEPT_ENCODING:
+            headers = [*headers, ("Accept-Encoding", ACCEPT_ENCODING)]
         try:
             with anyio.fail_after(self._timeout):
-                return await self._send(tool, wire)
+                return await self._send(tool, wire, headers, query)
         except TimeoutError:
             _log.info("call.timed_out", source=self._name, tool=tool, timeout=self._timeout)
             raise UnavailableError(
@@ -262,15 +263,22 @@ class HttpSource:
                 source=self._name, message=network_failure(wire.method, self._base_url, error)
             ) from None
 
-    async def _send(self, tool: str, wire: WireRequest) -> JsonValue:
+    async def _send(
+        self,
+        tool: str,
+        wire: WireRequest,
+        headers: list[tuple[str, str]],
+        query: list[tuple[str, str]],
+    ) -> JsonValue:
         async with self._client.stream(
             wire.method,
             wire.url,
             content=wire.content,
-            params=tuple(wire.query),
-            headers=wire.headers,
+            # None, not empty: the client would build the URL again for an empty query.
+            params=tuple(query) if query else None,
+            headers=headers or None,
         ) as response:
-            sent = [value for _, value in (*wire.headers, *wire.query)]
+            sent = [value for _, value in (*headers, *query)]
             secrets = self._secrets.current(response, sent)
             status = response.status_code
             kind = outcome(status)
