@@ -243,13 +243,8 @@ class HttpSource:
         if client.headers.get("accept-encoding") != ACCEPT_ENCODING:
             headers = [*headers, ("Accept-Encoding", ACCEPT_ENCODING)]
         try:
-            with anyio.fail_after(self._timeout):
+            with anyio.move_on_after(self._timeout):
                 return await self._send(tool, wire, headers, query)
-        except TimeoutError:
-            _log.info("call.timed_out", source=self._name, tool=tool, timeout=self._timeout)
-            raise UnavailableError(
-                source=self._name, message=f"no answer within {self._timeout} seconds"
-            ) from None
         except ToolSourceError:
             raise
         except UnreadableCoding as error:
@@ -262,6 +257,11 @@ class HttpSource:
             raise reason(
                 source=self._name, message=network_failure(wire.method, self._base_url, error)
             ) from None
+        # Only the deadline ends the scope with neither an answer nor an error.
+        _log.info("call.timed_out", source=self._name, tool=tool, timeout=self._timeout)
+        raise UnavailableError(
+            source=self._name, message=f"no answer within {self._timeout} seconds"
+        )
 
     async def _send(
         self,
@@ -299,7 +299,8 @@ class HttpSource:
                     source=self._name, message=f"the API answered {phrase}, which is not followed"
                 )
             # Read past the cut by the longest credential, so that none is cut in half.
-            words = await _read(response, MAX_MODEL_TEXT + secrets.longest)
+            content_type = response.headers.get("content-type")
+            words = await _read(response, MAX_MODEL_TEXT + secrets.longest, content_type)
             text = cut(secrets.redact(words.text)) if not words.undecodable else ""
             message = f"The API answered {phrase}" + (f": {text}" if text else ".")
             raise CallFailedError(source=self._name, message=message)
@@ -313,7 +314,7 @@ class HttpSource:
             if data is None:
                 raise self._too_long()
             return [media_block(data, media, uri=f"answer:{tool}")]
-        body = await _read(response, self._max_answer_length)
+        body = await _read(response, self._max_answer_length, content_type)
         if body.too_long:
             raise self._too_long()
         if body.undecodable:
@@ -358,8 +359,8 @@ async def _read_bytes(response: Response, limit: int) -> bytes | None:
     return b"".join(chunks)
 
 
-async def _read(response: Response, limit: int) -> _Read:
-    body = _Read(limit=limit, encoding=charset(response.headers.get("content-type")))
+async def _read(response: Response, limit: int, content_type: str | None) -> _Read:
+    body = _Read(limit=limit, encoding=charset(content_type))
     chunks = decoded_chunks(response)
     try:
         async for chunk in chunks:
