@@ -80,9 +80,12 @@ from amends_toolkit.protocols.http import (
     build_request,
     charset,
     check_client,
+    client_url,
+    join_url,
     network_failure,
     outcome,
     parse_answer,
+    placeholders,
     retry_after,
 )
 from amends_toolkit.protocols.http._response import binary_media_type
@@ -174,6 +177,12 @@ class HttpSource:
         self._operations = {operation.definition.name: operation for operation in operations}
         self._definitions = tuple(operation.definition for operation in operations)
         self._client = client
+        # An operation without placeholders always goes to one URL: parsed once, the client's own.
+        self._targets = {
+            operation.definition.name: client_url(client, join_url(base_url, path))
+            for operation in operations
+            if not placeholders(path := operation.request.path)
+        }
         self._secrets = ClientSecrets(client, base_url)
         self._timeout = timeout
         self._max_answer_length = max_answer_length
@@ -272,7 +281,7 @@ class HttpSource:
     ) -> JsonValue:
         async with self._client.stream(
             wire.method,
-            wire.url,
+            self._targets.get(tool, wire.url),
             content=wire.content,
             # None, not empty: the client would build the URL again for an empty query.
             params=tuple(query) if query else None,
@@ -415,7 +424,8 @@ def make(
             ``InvalidResponseError``, a deeper input ``InvalidInputError``.
 
     Raises:
-        ValueError: a bad option, or two operations with one name (the message names them).
+        ValueError: a bad option (a ``base_url`` the client cannot parse among them), or two
+            operations with one name (the message names them).
         TypeError: a client that is not an async httpx-style client (a sync ``httpx.Client``
             among them), the message naming the fix.
     """
@@ -428,6 +438,7 @@ def make(
         raise ValueError("base_url may not hold a query or a fragment")
     check_seconds(timeout=timeout)
     check_client(client)
+    client_url(client, base_url, name="base_url")
     check_limits(
         max_answer_length=max_answer_length, max_body_size=max_body_size, max_depth=max_depth
     )
