@@ -1,6 +1,6 @@
 """The host's client, as every HTTP-speaking source takes it: checked when a source is built, a
-URL it sends to often parsed once into its own type, and its network failures described for the
-host.
+URL it sends to again and again parsed once into the client's own type, and its network failures
+described for the host.
 
 A source takes an ``httpx.AsyncClient`` or an ``httpx2.AsyncClient``. A sync client (``httpx.Client``)
 has the same methods but blocks, and would fail only at the first call, deep inside: it is
@@ -46,8 +46,8 @@ def client_url(client: object, url: str, *, name: str = "url") -> str:
     a source's client protocol promises.
 
     Raises:
-        ValueError: (its message naming the URL's option, ``name``) the client cannot parse the URL (an invalid port, a lone surrogate), which
-            every request would fail on.
+        ValueError: the client cannot parse the URL (an invalid port, a lone surrogate), which
+            every request would fail on; the message names the URL by its option, ``name``.
     """
     for module in ("httpx2", "httpx"):
         loaded = sys.modules.get(module)
