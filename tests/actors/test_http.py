@@ -13,7 +13,8 @@ from contextlib import asynccontextmanager, contextmanager
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 from pathlib import Path
-from typing import Literal
+from typing import Literal, cast
+from urllib.parse import urlsplit
 
 import anyio
 import attrs
@@ -340,11 +341,64 @@ async def test_the_clients_own_headers_come_last_and_win(setup: Setup) -> None:
 
 
 @pytest.mark.anyio
+@pytest.mark.parametrize("asked", [None, "br, gzip", "gzip"])
+async def test_only_the_codings_the_source_reads_are_asked_for(
+    setup: Setup, asked: str | None
+) -> None:
+    # Whatever the client asks for by itself (its default is gzip and deflate), each request
+    # asks for gzip and deflate once: a body in another coding could not be read.
+    options = {"client_options": {"headers": {} if asked is None else {"Accept-Encoding": asked}}}
+    async with source_for(setup, **options) as source:
+        await source.call("ping", {})
+        await source.call("get_item", {"item_id": "1", "trace": "t", "q": "x"})
+    assert [r.header("accept-encoding") for r in setup.api.requests] == [["gzip, deflate"]] * 2
+
+
+@pytest.mark.anyio
 async def test_the_clients_own_query_parameters_win(setup: Setup) -> None:
     options = {"client_options": {"params": {"q": "host-key"}}}
     async with source_for(setup, **options) as source:
         await source.call("get_item", {"item_id": "1", "q": "model", "tags": ["a"]})
     assert setup.api.requests[0].raw_query == "q=host-key&tag=a"
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("params", [None, {"k": "v"}])
+async def test_a_path_without_placeholders_is_given_to_the_client_parsed_once(
+    setup: Setup, params: dict[str, str] | None
+) -> None:
+    # Its URL is the client's own, made once (a string is parsed anew on every request); every
+    # request goes where the string would, with the client's own query merged as it merges it.
+    given: list[object] = []
+    async with setup.client(params=params) as client:
+        stream = client.stream
+
+        def recording(method: str, url: str, **options: object) -> object:
+            given.append(url)
+            return stream(method, url, **options)  # type: ignore[arg-type]
+
+        # On the instance: its class's stream is still the library's.
+        client.stream = recording  # type: ignore[method-assign,assignment]
+        source = at.http.make(
+            name="shop", base_url=setup.base_url + "/v1", operations=OPERATIONS, client=client
+        )
+        calls: list[tuple[str, at.JsonObject]] = [
+            ("ping", {}),
+            ("ping", {}),
+            ("get_item", {"item_id": "1"}),
+        ]
+        for tool, input in calls:
+            await source.call(tool, input)
+    first, again, item = given
+    assert isinstance(first, httpx.URL if setup.kind == "httpx" else httpx2.URL)
+    assert again is first
+    assert item == f"{setup.base_url}/v1/items/1"
+    query = "" if params is None else "k=v"
+    assert [(r.method, r.raw_path, r.raw_query) for r in setup.api.requests] == [
+        ("DELETE", "/v1/ping", query),
+        ("DELETE", "/v1/ping", query),
+        ("GET", "/v1/items/1", query),
+    ]
 
 
 @pytest.mark.anyio
@@ -680,6 +734,8 @@ async def test_a_broken_answer_on_the_wire_is_an_invalid_response() -> None:
         ({"max_body_size": True}, "max_body_size must be a positive int"),
         ({"operations": [PLAIN, PLAIN]}, r"share names \['ping'\]"),
         ({"operations": ["GET /"]}, "at.http.Operation"),
+        ({"base_url": "http://x:port/v1"}, "^base_url is not a URL the client can send to"),
+        ({"base_url": "http://x/v1\udcff"}, "^base_url is not a URL the client can send to"),
     ],
 )
 def test_bad_options_are_refused_when_the_source_is_made(
@@ -701,6 +757,38 @@ def test_httpx_and_httpx2_clients_are_both_clients_of_the_source() -> None:
         return [a, b]
 
     assert callable(clients)
+
+
+@pytest.mark.anyio
+async def test_a_client_whose_own_stream_reads_the_url_as_a_string_is_given_the_string(
+    wire_setup: Setup,
+) -> None:
+    # A host's subclass may read the URL it is given as the string the client protocol promises
+    # (to sign the request's path): it is never given the client's parsed URL.
+    module = httpx if wire_setup.kind == "httpx" else httpx2
+    signed: list[str] = []
+
+    class Signing(module.AsyncClient):  # type: ignore[name-defined,misc]
+        def stream(self, method: str, url: str, **options: object) -> object:
+            path = urlsplit(url).path
+            signed.append(path)
+            headers = [
+                *cast("list[tuple[str, str]]", options.pop("headers") or []),
+                ("X-Signed", path),
+            ]
+            return super().stream(method, url, headers=headers, **options)
+
+    async with Signing(verify=SSL_CONTEXT) as client:
+        source = at.http.make(
+            name="shop", base_url=wire_setup.base_url + "/v1", operations=OPERATIONS, client=client
+        )
+        await source.call("ping", {})
+        await source.call("get_item", {"item_id": "1"})
+    assert signed == ["/v1/ping", "/v1/items/1"]
+    assert [r.header("x-signed") for r in wire_setup.api.requests] == [
+        ["/v1/ping"],
+        ["/v1/items/1"],
+    ]
 
 
 # --- end to end: an OpenAPI document through the toolkit -------------------------------------

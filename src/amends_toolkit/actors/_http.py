@@ -48,7 +48,6 @@ from typing import TYPE_CHECKING, Protocol
 from urllib.parse import urlsplit
 
 import anyio
-import attrs
 
 from amends_toolkit._content import media_block
 from amends_toolkit._errors import (
@@ -81,9 +80,12 @@ from amends_toolkit.protocols.http import (
     build_request,
     charset,
     check_client,
+    client_url,
+    join_url,
     network_failure,
     outcome,
     parse_answer,
+    placeholders,
     retry_after,
 )
 from amends_toolkit.protocols.http._response import binary_media_type
@@ -175,6 +177,12 @@ class HttpSource:
         self._operations = {operation.definition.name: operation for operation in operations}
         self._definitions = tuple(operation.definition for operation in operations)
         self._client = client
+        # An operation without placeholders always goes to one URL: parsed once, the client's own.
+        self._targets = {
+            operation.definition.name: client_url(client, join_url(base_url, path))
+            for operation in operations
+            if not placeholders(path := operation.request.path)
+        }
         self._secrets = ClientSecrets(client, base_url)
         self._timeout = timeout
         self._max_answer_length = max_answer_length
@@ -229,26 +237,23 @@ class HttpSource:
             )
         except InputRefused as error:
             raise InvalidInputError(source=self._name, message=str(error)) from None
+        client = self._client
+        headers, query = wire.headers, wire.query
         # The client's own headers and query parameters (its credentials) come last and win: one
         # the client sets is not sent from the input, so the client's value is the one sent.
-        own_headers = {key.lower() for key in self._client.headers}
-        own_query = set(self._client.params)
-        wire = attrs.evolve(
-            wire,
-            headers=[
-                *((k, v) for k, v in wire.headers if k.lower() not in own_headers),
-                ("Accept-Encoding", ACCEPT_ENCODING),
-            ],
-            query=[(k, v) for k, v in wire.query if k not in own_query],
-        )
+        if headers:
+            own_headers = {key.lower() for key in client.headers}
+            headers = [(k, v) for k, v in headers if k.lower() not in own_headers]
+        if query:
+            own_query = set(client.params)
+            query = [(k, v) for k, v in query if k not in own_query]
+        # Only the codings read here; a client that asks for just those (httpx's default) is not
+        # given the header again, which its headers would merge in at some cost.
+        if client.headers.get("accept-encoding") != ACCEPT_ENCODING:
+            headers = [*headers, ("Accept-Encoding", ACCEPT_ENCODING)]
         try:
-            with anyio.fail_after(self._timeout):
-                return await self._send(tool, wire)
-        except TimeoutError:
-            _log.info("call.timed_out", source=self._name, tool=tool, timeout=self._timeout)
-            raise UnavailableError(
-                source=self._name, message=f"no answer within {self._timeout} seconds"
-            ) from None
+            with anyio.move_on_after(self._timeout):
+                return await self._send(tool, wire, headers, query)
         except ToolSourceError:
             raise
         except UnreadableCoding as error:
@@ -261,16 +266,28 @@ class HttpSource:
             raise reason(
                 source=self._name, message=network_failure(wire.method, self._base_url, error)
             ) from None
+        # Only the deadline ends the scope with neither an answer nor an error.
+        _log.info("call.timed_out", source=self._name, tool=tool, timeout=self._timeout)
+        raise UnavailableError(
+            source=self._name, message=f"no answer within {self._timeout} seconds"
+        )
 
-    async def _send(self, tool: str, wire: WireRequest) -> JsonValue:
+    async def _send(
+        self,
+        tool: str,
+        wire: WireRequest,
+        headers: list[tuple[str, str]],
+        query: list[tuple[str, str]],
+    ) -> JsonValue:
         async with self._client.stream(
             wire.method,
-            wire.url,
+            self._targets.get(tool, wire.url),
             content=wire.content,
-            params=tuple(wire.query),
-            headers=wire.headers,
+            # None, not empty: the client would build the URL again for an empty query.
+            params=tuple(query) if query else None,
+            headers=headers or None,
         ) as response:
-            sent = [value for _, value in (*wire.headers, *wire.query)]
+            sent = [value for _, value in (*headers, *query)]
             secrets = self._secrets.current(response, sent)
             status = response.status_code
             kind = outcome(status)
@@ -291,7 +308,8 @@ class HttpSource:
                     source=self._name, message=f"the API answered {phrase}, which is not followed"
                 )
             # Read past the cut by the longest credential, so that none is cut in half.
-            words = await _read(response, MAX_MODEL_TEXT + secrets.longest)
+            content_type = response.headers.get("content-type")
+            words = await _read(response, MAX_MODEL_TEXT + secrets.longest, content_type)
             text = cut(secrets.redact(words.text)) if not words.undecodable else ""
             message = f"The API answered {phrase}" + (f": {text}" if text else ".")
             raise CallFailedError(source=self._name, message=message)
@@ -305,7 +323,7 @@ class HttpSource:
             if data is None:
                 raise self._too_long()
             return [media_block(data, media, uri=f"answer:{tool}")]
-        body = await _read(response, self._max_answer_length)
+        body = await _read(response, self._max_answer_length, content_type)
         if body.too_long:
             raise self._too_long()
         if body.undecodable:
@@ -350,8 +368,8 @@ async def _read_bytes(response: Response, limit: int) -> bytes | None:
     return b"".join(chunks)
 
 
-async def _read(response: Response, limit: int) -> _Read:
-    body = _Read(limit=limit, encoding=charset(response.headers.get("content-type")))
+async def _read(response: Response, limit: int, content_type: str | None) -> _Read:
+    body = _Read(limit=limit, encoding=charset(content_type))
     chunks = decoded_chunks(response)
     try:
         async for chunk in chunks:
@@ -406,7 +424,8 @@ def make(
             ``InvalidResponseError``, a deeper input ``InvalidInputError``.
 
     Raises:
-        ValueError: a bad option, or two operations with one name (the message names them).
+        ValueError: a bad option (a ``base_url`` the client cannot parse among them), or two
+            operations with one name (the message names them).
         TypeError: a client that is not an async httpx-style client (a sync ``httpx.Client``
             among them), the message naming the fix.
     """
@@ -419,6 +438,7 @@ def make(
         raise ValueError("base_url may not hold a query or a fragment")
     check_seconds(timeout=timeout)
     check_client(client)
+    client_url(client, base_url, name="base_url")
     check_limits(
         max_answer_length=max_answer_length, max_body_size=max_body_size, max_depth=max_depth
     )

@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 from amends_toolkit.protocols.http._bodies import encode_body, file_schema
-from amends_toolkit.protocols.http._client import check_client, network_failure, where
+from amends_toolkit.protocols.http._client import (
+    check_client,
+    client_url,
+    network_failure,
+    where,
+)
 from amends_toolkit.protocols.http._request import (
     MAX_BODY_SIZE,
     InputRefused,
@@ -54,6 +59,7 @@ __all__ = (
     "build_request",
     "charset",
     "check_client",
+    "client_url",
     "encode_body",
     "file_schema",
     "is_json",
