@@ -35,6 +35,11 @@ OPERATION = at.http.Operation(
     ),
 )
 CALLS = {1: 300, 64: 1_920, 512: 3_072}
+SOURCE = "at.http source, httpx2"
+THROUGH_SESSION = "Session→Toolkit→actor→at.http, httpx2"
+"""The subjects the client-CPU target is about, against the raw GET over the same client."""
+AGAIN = "raw GET, httpx2, again (A/A)"
+"""A second raw GET against the first: at many callers, the measurement's own swing."""
 
 
 async def run_group(base_url: str, concurrency: int, *, scale: float, rounds: int) -> list[Figure]:
@@ -75,10 +80,11 @@ async def run_group(base_url: str, concurrency: int, *, scale: float, rounds: in
         subjects: list[tuple[str, Call, str]] = [
             ("raw GET, httpx", raw, ""),
             ("raw GET, httpx2", raw2, ""),
+            *([(AGAIN, raw2, "raw GET, httpx2")] if concurrency > 1 else []),
             ("at.http source, httpx", lambda: source.call("get_item", item), "raw GET, httpx"),
-            ("at.http source, httpx2", lambda: source2.call("get_item", item), "raw GET, httpx2"),
+            (SOURCE, lambda: source2.call("get_item", item), "raw GET, httpx2"),
             (
-                "Session→Toolkit→actor→at.http, httpx2",
+                THROUGH_SESSION,
                 lambda: session.call("api__get_item", item),
                 "raw GET, httpx2",
             ),
