@@ -16,7 +16,7 @@ Subjects (``--subjects``; ``bare`` is always measured, as the baseline):
 - ``session-actor``: ``Session -> Toolkit -> actor -> source``, the library's whole path.
 
 In each round the subjects take turns, ``BLOCK`` calls a caller at a time (their order rotated
-each turn), each turn's CPU time (``time.process_time``) added to its subject's; the figures are
+each turn and each round), each turn's CPU time (``time.process_time``) added to its subject's; the figures are
 the medians of the rounds' CPU per call and of their ratios to the bare client's. What lives
 before the rounds is frozen out of garbage collection, as ``bench._harness.compare`` does.
 ``--profile`` runs each subject under cProfile instead and writes its statistics to
@@ -103,11 +103,13 @@ async def measure(
             gc.collect()
             gc.freeze()
             try:
-                for _ in range(rounds):
+                for round_ in range(rounds):
                     spent = dict.fromkeys(cpu, 0.0)
                     gc.collect()
                     for index in range(turns):
-                        shift = index % len(chosen)
+                        # Rotated by the round too: at 512 callers a round is one turn, whose
+                        # order would otherwise be the same every round.
+                        shift = (round_ + index) % len(chosen)
                         for label, call in chosen[shift:] + chosen[:shift]:
                             started = time.process_time()
                             await turn(call, BLOCK, concurrency)

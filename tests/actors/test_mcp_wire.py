@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from types import ModuleType
 from typing import cast
 
@@ -652,6 +652,33 @@ async def test_a_server_that_never_answers_is_unavailable_after_the_timeout() ->
     async with client, src.lifespan():
         before = anyio.current_time()
         with pytest.raises(at.UnavailableError):
+            await src.call("echo", {})
+        assert anyio.current_time() - before == pytest.approx(30.0)
+
+
+@pytest.mark.anyio
+@pytest.mark.virtual_clock
+async def test_a_server_trickling_keep_alive_comments_cannot_extend_a_call_past_its_timeout() -> (
+    None
+):
+    # Each comment comes well within the read timeout, so only the call's own deadline ends it;
+    # the stream would end (without the answer) only after 100 comments, at 1000 seconds.
+    async def comments() -> AsyncIterator[bytes]:
+        for _ in range(100):
+            await anyio.sleep(10)
+            yield b": keep-alive\r\n\r\n"
+
+    server = Server(
+        {
+            "tools/call": lambda body, _: httpx.Response(
+                200, headers={"content-type": "text/event-stream"}, content=comments()
+            )
+        }
+    )
+    src, client = source(server, timeout=30.0)
+    async with client, src.lifespan():
+        before = anyio.current_time()
+        with pytest.raises(at.UnavailableError, match=r"no answer within 30\.0 seconds"):
             await src.call("echo", {})
         assert anyio.current_time() - before == pytest.approx(30.0)
 

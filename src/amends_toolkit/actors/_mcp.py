@@ -99,6 +99,9 @@ Era = Literal["modern", "session"]
 _Relay: TypeAlias = "Callable[[Notification], Awaitable[None]]"
 
 _VISIBLE_ASCII: Final = frozenset(range(0x21, 0x7F))
+_MODERN_META: Final = modern_meta()
+"""The ``_meta`` of every 2026-07-28 request, built once: messages are only encoded, never
+changed, so each request's holds this one."""
 
 
 @attrs.frozen(kw_only=True)
@@ -489,15 +492,18 @@ class McpHttpSource:
         In a session, a 404 ends it: another is begun once and the request sent again.
         Notifications before the answer go to ``relay``.
         """
-        if await self._ensure_era(live) == "modern":
+        # The era and the session are read where known: awaiting the functions that find them
+        # would make a coroutine on every request.
+        era = live.era if live.era is not None else await self._ensure_era(live)
+        if era == "modern":
             meta = params.get("_meta")
-            meta = {**meta, **modern_meta()} if isinstance(meta, dict) else modern_meta()
+            meta = {**meta, **_MODERN_META} if isinstance(meta, dict) else _MODERN_META
             message = request(next(live.ids), method, {**params, "_meta": meta})
             headers = _modern_headers(method, name=name, marks=marks)
             on_message = None if relay is None else functools.partial(self._on_message, None, relay)
             answer = await self._wire.post(message, headers=headers, on_request=on_message)
             return self._reply(answer, method)
-        session = await self._ensure_session(live)
+        session = live.session if live.session is not None else await self._ensure_session(live)
         for attempt in range(2):
             current = session
             id_ = next(live.ids)

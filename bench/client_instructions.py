@@ -1,0 +1,138 @@
+"""Instructions per MCP call, counted by valgrind's callgrind: the bare JSON-RPC client against
+``at.mcp.http``, over one ``httpx2`` client, against the raw echo server (in its own process, not
+counted). Not part of ``python -m bench``; it needs ``valgrind`` and a C compiler.
+
+    python -m bench.client_instructions [--mode stateless] [--concurrency 512] [--calls 1024]
+        [--repeats 2]
+
+On this machine (a virtual machine with no performance counters) CPU time moves by ±10% from
+run to run at 512 callers; an instruction count does not. The client runs under callgrind with
+instrumentation off until the subjects are built and warmed up; each measured turn (``calls``
+calls, ``concurrency`` callers) is counted alone, between two client requests of callgrind
+(``CALLGRIND_START_INSTRUMENTATION`` and ``CALLGRIND_DUMP_STATS_AT``) made through ctypes from a
+library compiled for the run. The subjects take turns, ``repeats`` times each. Under valgrind the
+client runs some 30 times slower than the server, so timeouts are an hour; what is counted is the
+client's work, not its timing. A run at 512 callers takes about ten minutes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import ctypes
+import functools
+import gc
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import anyio
+import httpx2
+
+import amends_toolkit as at
+from bench._harness import Call, server_process
+from bench.client_cpu import INPUT, turn
+from bench.mcp_client import bare_client
+
+TOGGLE = """
+#include <valgrind/callgrind.h>
+void counted(void) { CALLGRIND_START_INSTRUMENTATION; CALLGRIND_ZERO_STATS; }
+void dumped(const char *label) { CALLGRIND_DUMP_STATS_AT(label); CALLGRIND_STOP_INSTRUMENTATION; }
+"""
+SUBJECTS = ("bare", "source")
+
+
+async def counted(arguments: argparse.Namespace) -> None:
+    """The client under callgrind: each subject's turns, each counted alone."""
+    toggle = ctypes.CDLL(arguments.toggle)
+    url = f"http://127.0.0.1:{arguments.port}/mcp"
+    timeout = 3600.0
+    async with contextlib.AsyncExitStack() as stack:
+        limits = httpx2.Limits(max_connections=64, max_keepalive_connections=64)
+        client = await stack.enter_async_context(httpx2.AsyncClient(timeout=timeout, limits=limits))
+        source = at.mcp.http(name="bench", url=url, client=client, timeout=timeout)
+        await stack.enter_async_context(source.lifespan())
+        await source.discover()
+        made: dict[str, Call] = {
+            "bare": await stack.enter_async_context(bare_client(client, url, arguments.mode)),
+            "source": functools.partial(source.call, "echo", INPUT),
+        }
+        each = max(1, arguments.calls // arguments.concurrency)
+        for call in made.values():
+            await turn(call, max(1, each // 2), arguments.concurrency)
+        gc.collect()
+        gc.freeze()
+        for repeat in range(arguments.repeats):
+            for label in SUBJECTS if repeat % 2 == 0 else SUBJECTS[::-1]:
+                gc.collect()
+                toggle.counted()
+                await turn(made[label], each, arguments.concurrency)
+                toggle.dumped(f"{label}.{each * arguments.concurrency}".encode())
+
+
+def measure(arguments: argparse.Namespace) -> None:
+    with tempfile.TemporaryDirectory() as directory:
+        where = Path(directory)
+        library = where / "toggle.so"
+        (where / "toggle.c").write_text(TOGGLE)
+        subprocess.run(
+            ["cc", "-O2", "-shared", "-fPIC", "-o", str(library), str(where / "toggle.c")],
+            check=True,
+        )
+        with server_process("_raw_mcp_server.py", arguments.mode) as port:
+            subprocess.run(
+                [
+                    "valgrind",
+                    "--tool=callgrind",
+                    "--instr-atstart=no",
+                    f"--callgrind-out-file={where}/counted.%p",
+                    sys.executable,
+                    "-m",
+                    "bench.client_instructions",
+                    "--counted",
+                    f"--port={port}",
+                    f"--toggle={library}",
+                    f"--mode={arguments.mode}",
+                    f"--concurrency={arguments.concurrency}",
+                    f"--calls={arguments.calls}",
+                    f"--repeats={arguments.repeats}",
+                ],
+                check=True,
+                stderr=subprocess.DEVNULL,
+            )
+        per_call: dict[str, list[float]] = {label: [] for label in SUBJECTS}
+        for dump in where.glob("counted.*.*"):
+            text = dump.read_text()
+            trigger = re.search(r"^desc: Trigger: Client Request: (\w+)\.(\d+)$", text, re.M)
+            total = re.search(r"^summary: (\d+)$", text, re.M)
+            if trigger is not None and total is not None:
+                per_call[trigger[1]].append(int(total[1]) / int(trigger[2]))
+    bare = statistics.median(per_call["bare"])
+    source = statistics.median(per_call["source"])
+    print(
+        f"{arguments.mode:9} c={arguments.concurrency:<3}  instructions per call: "
+        f"bare {bare / 1e6:.3f} M  at.mcp.http {source / 1e6:.3f} M  ({source / bare:.3f}x)"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.client_instructions")
+    parser.add_argument("--mode", default="stateless", choices=["stateless", "session"])
+    parser.add_argument("--concurrency", type=int, default=512)
+    parser.add_argument("--calls", type=int, default=1024, help="calls of a subject a turn")
+    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--counted", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--toggle", help=argparse.SUPPRESS)
+    arguments = parser.parse_args()
+    if arguments.counted:
+        anyio.run(counted, arguments)
+    else:
+        measure(arguments)
+
+
+if __name__ == "__main__":
+    main()
