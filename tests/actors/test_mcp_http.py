@@ -295,7 +295,8 @@ async def test_every_request_goes_where_the_client_sends_the_url_given(
     module: str, params: dict[str, str] | None
 ) -> None:
     # The source parses its URL once into the client's own URL type: every request goes where
-    # the client sends the string (its query kept; the client's params as the client merges them).
+    # the client sends the string, its query kept beside the client's params (which httpx would
+    # put in its place: the URL's query is given again as params).
     app = sdk_server().streamable_http_app(stateless_http=False, json_response=True)
     targets: list[tuple[str, str, bytes]] = []
 
@@ -312,11 +313,12 @@ async def test_every_request_goes_where_the_client_sends_the_url_given(
             transport=http.ASGITransport(app=recording), base_url=BASE, params=params
         ) as client,
     ):
-        expected = client.build_request("POST", url).url
+        again = None if params is None else (("tenant", "7"),)
+        expected = client.build_request("POST", url, params=again).url
         source = at.mcp.http(name="demo", url=url, client=client)
         async with source.lifespan():
             assert await source.call("echo", {"text": "2"}) == {"result": "2"}
-    assert expected.query == (b"tenant=7" if params is None else b"k=v")
+    assert expected.query == (b"tenant=7" if params is None else b"k=v&tenant=7")
     assert [verb for verb, _, _ in targets] == ["POST"] * 4 + ["DELETE"]
     assert {(path, query) for _, path, query in targets} == {(expected.path, expected.query)}
 

@@ -417,3 +417,20 @@ async def test_a_key_is_redacted_in_the_percent_encoded_form_a_target_carries_it
         for form in (key, quote(key, safe=""), quote_plus(key, safe=""), sent):
             assert form not in text
         assert "[redacted]" in text
+
+
+@pytest.mark.parametrize("module", ["httpx", "httpx2"])
+async def test_the_query_of_the_servers_url_is_sent_beside_the_clients_own_params(
+    module: str,
+) -> None:
+    # httpx (and httpx2) replace a URL's query with the client's params: the key the host
+    # wrote into the server's URL must still be sent, and the client's parameter too.
+    http_module = pytest.importorskip(module)
+    async for url, seen in mcp_echoing_all():
+        async with http_module.AsyncClient(params={"tenant": "acme"}) as http:
+            text = await echoed(f"{url}/mcp?key=uk-live-77cc&tenant=url-wins", http)
+        target = seen[-1].split(" ", 1)[0]
+        assert "key=uk-live-77cc" in target
+        assert "tenant=url-wins" in target
+        assert "tenant=acme" not in target
+        assert "uk-live-77cc" not in text

@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Final, Protocol, cast
+from typing import TYPE_CHECKING, Final, Protocol
+from urllib.parse import parse_qsl, urlsplit
 
 import anyio
 import attrs
@@ -35,7 +36,7 @@ from amends_toolkit.protocols._body import (
     decoded_chunks,
     read_bounded,
 )
-from amends_toolkit.protocols.http import network_failure, outcome
+from amends_toolkit.protocols.http import client_url, network_failure, outcome
 from amends_toolkit.protocols.mcp._jsonrpc import (
     ErrorResponse,
     Message,
@@ -107,6 +108,7 @@ class HttpClient(Protocol):
         content: bytes | None = ...,
         headers: Mapping[str, str] | None = ...,
         timeout: float | None = ...,
+        params: tuple[tuple[str, str], ...] | None = ...,
     ) -> AbstractAsyncContextManager[HttpResponse]: ...
 
 
@@ -180,9 +182,44 @@ class HttpWire:
         init=False,
         eq=False,
         repr=False,
-        default=attrs.Factory(lambda wire: _parsed(wire.client, wire.url), takes_self=True),
+        default=attrs.Factory(lambda wire: client_url(wire.client, wire.url), takes_self=True),
     )
-    """``url`` as the client's own URL, parsed once (see :func:`_parsed`)."""
+    """``url`` as the client's own URL, parsed once (see
+    :func:`~amends_toolkit.protocols.http.client_url`)."""
+    query: tuple[tuple[str, str], ...] = attrs.field(
+        init=False,
+        eq=False,
+        repr=False,
+        default=attrs.Factory(
+            lambda wire: tuple(parse_qsl(urlsplit(wire.url).query, keep_blank_values=True)),
+            takes_self=True,
+        ),
+    )
+    """The query the host wrote into ``url`` (a key, a tenant), if any."""
+
+    def _stream(
+        self,
+        method: str,
+        headers: Mapping[str, str],
+        content: bytes | None = None,
+        *,
+        timeout: float | None,
+    ) -> AbstractAsyncContextManager[HttpResponse]:
+        """One request to the endpoint. httpx (and httpx2) replace a URL's query with the
+        client's own ``params`` when it has some: ``url``'s query is then given again, so that
+        both are sent (the URL's value wins where both name one)."""
+        if self.query and getattr(self.client, "params", None):
+            return self.client.stream(
+                method,
+                self.target,
+                content=content,
+                headers=headers,
+                timeout=timeout,
+                params=self.query,
+            )
+        return self.client.stream(
+            method, self.target, content=content, headers=headers, timeout=timeout
+        )
 
     async def post(
         self,
@@ -210,8 +247,8 @@ class HttpWire:
         )
         sent = {**_POST_HEADERS, **headers}
         try:
-            async with self.client.stream(
-                "POST", self.target, content=encode(message), headers=sent, timeout=self.timeout
+            async with self._stream(
+                "POST", sent, encode(message), timeout=self.timeout
             ) as response:
                 status, received = response.status_code, response.headers
                 secrets = self.secrets.current(response, sent.values())
@@ -264,11 +301,10 @@ class HttpWire:
         if message is not None:
             sent["Content-Type"] = "application/json"
         try:
-            async with self.client.stream(
+            async with self._stream(
                 "POST" if message is not None else "GET",
-                self.target,
-                content=None if message is None else encode(message),
-                headers=sent,
+                sent,
+                None if message is None else encode(message),
                 # A listening stream is quiet for as long as nothing changes.
                 timeout=None,
             ) as response:
@@ -304,9 +340,7 @@ class HttpWire:
             Unreachable: the request failed on the network.
         """
         try:
-            async with self.client.stream(
-                "DELETE", self.target, headers=headers, timeout=self.timeout
-            ) as response:
+            async with self._stream("DELETE", headers, timeout=self.timeout) as response:
                 return response.status_code
         except transport_errors() as error:
             raise Unreachable(network_failure("DELETE", self.url, error)) from None
@@ -378,9 +412,7 @@ class HttpWire:
             }
             _log.debug("mcp.stream_resumed")
             try:
-                async with self.client.stream(
-                    "GET", self.target, headers=sent, timeout=self.timeout
-                ) as response:
+                async with self._stream("GET", sent, timeout=self.timeout) as response:
                     kind = _media_type(response.headers.get("content-type"))
                     if response.status_code != 200 or kind != "text/event-stream":
                         raise StreamEnded(
@@ -440,34 +472,6 @@ async def _handle(message: Message, on_request: ServerRequestHandler | None) -> 
         _log.debug("mcp.notification_received", method=message.method)
         if on_request is not None:
             await on_request(message)
-
-
-def _parsed(client: HttpClient, url: str) -> str:
-    """``url`` as an ``httpx`` (or ``httpx2``) client's own ``URL``, which its requests take as
-    they are, where a string is parsed anew for every request (about 20 µs with ``httpx2``, the
-    IP address of a host checked each time); any other client is given the string, and so is a
-    subclass with its own ``stream`` or ``build_request``, which may read the URL as the string
-    :class:`HttpClient` promises.
-
-    Raises:
-        ValueError: the client cannot parse the URL (an invalid port, a lone surrogate), which
-            every request would fail on.
-    """
-    for module in ("httpx2", "httpx"):
-        loaded = sys.modules.get(module)
-        if loaded is not None and isinstance(client, loaded.AsyncClient):
-            try:
-                parsed = loaded.URL(url)
-            except (loaded.InvalidURL, UnicodeError) as error:  # a lone surrogate in it
-                raise ValueError(f"url is not a URL the client can send to: {error}") from None
-            if any(
-                getattr(type(client), method) is not getattr(loaded.AsyncClient, method)
-                for method in ("stream", "build_request")
-            ):
-                return url
-            # Typed as the string it stands for: the client's ``stream`` takes either.
-            return cast("str", parsed)
-    return url
 
 
 def _media_type(value: str | None) -> str:
