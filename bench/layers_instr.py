@@ -34,14 +34,8 @@ import anyio
 
 import amends_toolkit as at
 from amends_toolkit import JsonObject, JsonValue
-
-SCHEMA: JsonObject = {
-    "type": "object",
-    "properties": {"id": {"type": "integer"}, "text": {"type": "string"}},
-    "required": ["id"],
-    "additionalProperties": False,
-}
-INPUT: JsonObject = {"id": 7, "text": "hello"}
+from bench.bench_toolkit import INPUT, SCHEMA
+from bench.client_cpu import turn
 
 
 class Echo:
@@ -80,19 +74,6 @@ async def run(
             start()
             await turn(call, calls // concurrency, concurrency)
             stop()
-
-
-async def turn(call: Callable[[], Awaitable[object]], each: int, concurrency: int) -> None:
-    async def caller() -> None:
-        for _ in range(each):
-            await call()
-
-    if concurrency == 1:
-        await caller()
-        return
-    async with anyio.create_task_group() as tasks:
-        for _ in range(concurrency):
-            tasks.start_soon(caller)
 
 
 def main() -> None:
