@@ -66,14 +66,20 @@ def cut_middle(text: str, limit: int) -> str:
     return text[:head] + "…" + text[len(text) - (limit - 1 - head) :]
 
 
+_QUERY_SAFE: Final = "".join(chr(i) for i in range(0x21, 0x7F) if chr(i) not in '"#<>')
+"""What a URL's query holds as it is (the WHATWG URL standard's query set, which httpx follows):
+a value written into a URL goes with every other character percent-encoded."""
+
+
 class Secrets:
     """The values a host's client sends that are its own (its credentials), to redact.
 
     Built from the client's headers (all but the few a client sets by itself, such as
     ``Accept`` or ``User-Agent``) and its query parameters, each value as it is, its last word
     (the token of ``Bearer <token>``), the forms JSON text writes them in and those a URL's query
-    writes them in (percent-encoded, with ``+`` or ``%20`` for a space); values shorter than six
-    characters are left alone.
+    writes them in (percent-encoded, with ``+`` or ``%20`` for a space, or only where a query
+    cannot hold a character, as a client sends a value written into its URL); values shorter
+    than six characters are left alone.
     """
 
     __slots__ = ("_texts", "longest")
@@ -85,8 +91,16 @@ class Secrets:
                 if len(part) >= _MIN_SECRET:
                     escaped = json.dumps(part, ensure_ascii=True)[1:-1]
                     found.update({part, escaped, escaped.replace("/", "\\/")})
-                    # as a URL carries it (a server may echo the target it was sent)
-                    found.update({quote(part, safe=""), quote_plus(part, safe="")})
+                    # as a URL carries it (a server may echo the target it was sent): all
+                    # percent-encoded, or written into the URL with what a query cannot hold
+                    # percent-encoded and the rest as it is
+                    found.update(
+                        {
+                            quote(part, safe=""),
+                            quote_plus(part, safe=""),
+                            quote(part, safe=_QUERY_SAFE),
+                        }
+                    )
         # Longest first, so that a value is replaced whole before a part of it is.
         self._texts = tuple(sorted(found, key=len, reverse=True))
         self.longest = max((len(text) for text in self._texts), default=0)

@@ -1034,3 +1034,15 @@ def test_a_url_the_client_cannot_send_to_is_refused_naming_the_url(
 ) -> None:
     with pytest.raises(ValueError, match=r"^url is not a URL the client can send to"):
         at.mcp.http(name="s", url=url, client=module.AsyncClient())
+
+
+@pytest.mark.parametrize("module", [httpx, httpx2])
+def test_a_url_query_the_clients_params_would_change_is_refused(module: ModuleType) -> None:
+    # With params of its own, a client replaces a URL's query: the source gives it again as
+    # params, decoded and encoded anew. A query whose escapes are no UTF-8 (%FF, a signature's
+    # raw bytes) would go as U+FFFD's bytes: another value, so it is refused, naming the URL.
+    url = "http://127.0.0.1/mcp?sig=%FF%FEab"
+    with pytest.raises(ValueError, match=r"^url's query is not UTF-8"):
+        at.mcp.http(name="s", url=url, client=module.AsyncClient(params={"k": "v"}))
+    # without params of its own, the client sends the query as written
+    at.mcp.http(name="s", url=url, client=module.AsyncClient())

@@ -434,3 +434,19 @@ async def test_the_query_of_the_servers_url_is_sent_beside_the_clients_own_param
         assert "tenant=url-wins" in target
         assert "tenant=acme" not in target
         assert "uk-live-77cc" not in text
+
+
+@pytest.mark.parametrize("written", ["é/live-key-77", "ck live/key-77", 'ck"live/key<77>'])
+async def test_a_key_written_raw_into_the_url_is_redacted_as_the_client_sends_it(
+    written: str,
+) -> None:
+    # Written as it is into the address, the key goes out with the characters a URL's query
+    # cannot carry percent-encoded (non-ASCII, a space, '"', '<', '>') and the rest as written
+    # ('/' among them): a form neither as written nor fully percent-encoded.
+    async for url, seen in mcp_echoing_all(decoded=False):
+        async with httpx.AsyncClient() as http:
+            text = await echoed(f"{url}/mcp?key={written}", http)
+        sent = str(httpx.URL(f"{url}/mcp?key={written}")).partition("key=")[2]
+        assert sent in seen[-1]
+        assert sent not in text
+        assert "[redacted]" in text

@@ -1,6 +1,8 @@
 from __future__ import annotations
 
+import gc
 import logging
+import weakref
 
 import anyio
 import pytest
@@ -455,3 +457,28 @@ async def test_a_subclass_that_overrides_only_call_is_called_through_it(inline: 
     assert counted.calls == ["counted", "call"] * 2
     # one that overrides both is told the input is checked, as its base is
     assert both.calls == ["counted checked"]
+
+
+class OptedOut(Told):
+    """A subclass that says it has no ``call_checked`` (``None``, as ``getattr`` reads it)."""
+
+    call_checked = None  # type: ignore[assignment]
+
+
+async def test_a_source_whose_call_checked_is_none_is_called_through_call() -> None:
+    opted = OptedOut()
+    assert await one_tool(opted).call("told__tool", {}) == "called"
+    assert opted.calls == ["call"]
+
+
+async def test_a_source_class_made_at_run_time_is_not_held_once_called() -> None:
+    # A host may make a class per source (a factory, a mock): calling through it must not keep
+    # every such class alive for the process's life.
+    kind = type("Made", (Counted,), {})
+    held = weakref.ref(kind)
+    made = kind()
+    assert await one_tool(made).call("told__tool", {}) == "called"
+    assert made.calls == ["counted", "call"]
+    del kind, made
+    gc.collect()
+    assert held() is None

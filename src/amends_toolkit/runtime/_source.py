@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import weakref
 from typing import TYPE_CHECKING, Protocol, TypeGuard, cast, runtime_checkable
 
 if TYPE_CHECKING:
@@ -108,8 +109,9 @@ def call_checked(source: ToolSource, tool: str, input: JsonObject) -> Awaitable[
     return source.call(tool, input)
 
 
-_PAIRED: dict[type, bool] = {}
-"""Per class of source, whether :func:`call_checked` may take its ``call_checked``."""
+_PAIRED: weakref.WeakKeyDictionary[type, bool] = weakref.WeakKeyDictionary()
+"""Per class of source, whether :func:`call_checked` may take its ``call_checked`` (weakly: a
+host may make a class per source, which must not live on for being called once)."""
 
 
 def _pairs(kind: type) -> bool:
@@ -118,7 +120,8 @@ def _pairs(kind: type) -> bool:
     only ``call`` (a host's, to count or log its calls) is reached through that ``call``."""
     for klass in kind.__mro__:
         if "call_checked" in vars(klass):
-            return True
+            # ``None`` says there is none, as ``getattr`` read it before
+            return vars(klass)["call_checked"] is not None
         if "call" in vars(klass):
             return False
     return False

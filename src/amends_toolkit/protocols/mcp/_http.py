@@ -190,12 +190,9 @@ class HttpWire:
         init=False,
         eq=False,
         repr=False,
-        default=attrs.Factory(
-            lambda wire: tuple(parse_qsl(urlsplit(wire.url).query, keep_blank_values=True)),
-            takes_self=True,
-        ),
+        default=attrs.Factory(lambda wire: _query(wire.client, wire.url), takes_self=True),
     )
-    """The query the host wrote into ``url`` (a key, a tenant), if any."""
+    """The query the host wrote into ``url`` (a key, a tenant), if any (see :func:`_query`)."""
 
     def _stream(
         self,
@@ -472,6 +469,25 @@ async def _handle(message: Message, on_request: ServerRequestHandler | None) -> 
         _log.debug("mcp.notification_received", method=message.method)
         if on_request is not None:
             await on_request(message)
+
+
+def _query(client: HttpClient, url: str) -> tuple[tuple[str, str], ...]:
+    """The query of ``url``, decoded, as :meth:`HttpWire._stream` gives it again beside the
+    client's params (the client encodes it anew).
+
+    Raises:
+        ValueError: the client has params of its own and the query's escapes are no UTF-8
+            (``%FF``), which would be sent as another value (U+FFFD's bytes).
+    """
+    query = urlsplit(url).query
+    try:
+        return tuple(parse_qsl(query, keep_blank_values=True, errors="strict"))
+    except UnicodeDecodeError:
+        if getattr(client, "params", None):
+            raise ValueError(
+                "url's query is not UTF-8 once decoded: the client's params would replace it"
+            ) from None
+        return tuple(parse_qsl(query, keep_blank_values=True))
 
 
 def _media_type(value: str | None) -> str:
