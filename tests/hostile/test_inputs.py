@@ -84,29 +84,6 @@ async def test_the_toolkit_and_a_session_refuse_such_input_before_any_request(
         assert len(bodies) == 1
 
 
-async def test_a_source_called_directly_refuses_such_input_before_any_request() -> None:
-    sent: list[str] = []
-
-    async def never(request: at.JsonObject) -> AsyncIterator[bytes]:
-        sent.append(json.dumps(request))
-        yield head(500, content_length="0")
-
-    async with (
-        mcp_peer(never) as url,
-        http_peer(ok) as (base, bodies),
-        httpx.AsyncClient() as client,
-    ):
-        mcp = at.mcp.http(name="mcp", url=url, client=client)
-        rest = api(base, client)
-        for value in (float("nan"), nested(DEEP)):
-            with pytest.raises(at.InvalidInputError):
-                await mcp.call("echo", {"text": value})
-            with pytest.raises(at.InvalidInputError):
-                await rest.call("put", {"value": value})
-    assert sent == []
-    assert bodies == []
-
-
 @contextlib.asynccontextmanager
 async def recording() -> AsyncIterator[
     tuple[str, str, httpx.AsyncClient, at.Runtime, list[object]]
@@ -127,6 +104,18 @@ async def recording() -> AsyncIterator[
     ):
         yield url, base, client, runtime, sent
         sent.extend(bodies)
+
+
+async def test_a_source_called_directly_refuses_such_input_before_any_request() -> None:
+    async with recording() as (url, base, client, _, sent):
+        mcp = at.mcp.http(name="mcp", url=url, client=client)
+        rest = api(base, client)
+        for value in (float("nan"), nested(DEEP)):
+            with pytest.raises(at.InvalidInputError):
+                await mcp.call("echo", {"text": value})
+            with pytest.raises(at.InvalidInputError):
+                await rest.call("put", {"value": value})
+    assert sent == []
 
 
 async def test_through_a_toolkit_the_toolkits_check_refuses_what_the_source_no_longer_walks() -> (
