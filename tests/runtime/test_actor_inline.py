@@ -178,8 +178,9 @@ async def test_without_room_a_call_waits_in_the_mailbox_and_keeps_the_bound() ->
             await anyio.wait_all_tasks_blocked()
             tasks.start_soon(call, "echo", "third")
             await anyio.wait_all_tasks_blocked()
-            # A worker holds `second` and waits for the slot the inline `first` holds; `third`,
-            # which came while someone waited, waits behind it rather than running now.
+            # `second` waits in the mailbox (a worker waits for the slot the inline `first`
+            # holds); `third`, which came while someone waited, waits behind it rather than
+            # running now.
             assert source.texts == ["first"]
             assert ref.statistics().in_flight == 1
             assert ref.statistics().queued == 2
@@ -459,11 +460,116 @@ async def test_a_stop_answers_a_request_waiting_for_a_slot_and_never_runs_it() -
             await anyio.wait_all_tasks_blocked()
             tasks.start_soon(call, "echo", "held")
             await anyio.wait_all_tasks_blocked()
-            assert ref.statistics().queued == 1  # a worker holds it, waiting for the slot
+            assert ref.statistics().queued == 1  # in the mailbox, a worker waiting for the slot
             await runtime.stop(ref)
     assert source.texts == ["inline"]
     assert "stopped while the call ran" in outcomes["inline"]
     assert "the source is stopped" in outcomes["held"]
+
+
+class Gated(Honouring):
+    """``gate`` waits until the gate of its text is opened (:meth:`open`)."""
+
+    def __init__(self) -> None:
+        super().__init__("gated")
+        self.gates: dict[str, anyio.Event] = {}
+
+    def open(self, text: str) -> None:
+        self.gates.setdefault(text, anyio.Event()).set()
+
+    async def call(self, tool: str, input: at.JsonObject) -> at.JsonValue:
+        if tool == "gate":
+            text = str(input["text"])
+            self.texts.append(text)
+            self.tasks.append(me())
+            await self.gates.setdefault(text, anyio.Event()).wait()
+            return text
+        return await super().call(tool, input)
+
+
+async def test_a_worker_with_a_slot_runs_the_requests_that_wait_one_after_another() -> None:
+    # When a slot comes free, the worker given it takes the requests that wait, in order, each
+    # as the last one ends: no other worker is woken to take the next one a turn of the loop
+    # later (which, at many callers, leaves what the calls share idle in between: a pool's
+    # connections, each probed while idle).
+    source = Gated()
+    async with Runtime() as runtime:
+        ref = await running(runtime, source, max_concurrency=2)
+        async with anyio.create_task_group() as tasks:
+            for text in ("long", "short"):
+                tasks.start_soon(ask, ref, "gate", text)  # inline, one slot each
+                await anyio.wait_all_tasks_blocked()
+            for text in ("a", "b", "c"):
+                tasks.start_soon(ask, ref, "echo", text)
+                await anyio.wait_all_tasks_blocked()
+            assert ref.statistics().queued == 3
+            assert ref.statistics().in_flight == 2
+            source.open("short")
+            await anyio.wait_all_tasks_blocked()
+            assert source.texts[-3:] == ["a", "b", "c"]
+            ran = dict(zip(source.texts, source.tasks, strict=True))
+            assert ran["a"] == ran["b"] == ran["c"]
+            assert ref.statistics().queued == 0
+            source.open("long")
+        assert ref.statistics().in_flight == 0
+
+
+async def test_requests_waiting_for_a_slot_count_against_the_mailbox_size() -> None:
+    source = Honouring()
+    async with Runtime() as runtime:
+        ref = await running(runtime, source, max_concurrency=1, mailbox_size=1)
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(ask, ref, "wait", "first")  # inline, holding the slot
+            await anyio.wait_all_tasks_blocked()
+            tasks.start_soon(ask, ref, "echo", "second")  # in the mailbox, which is then full
+            await anyio.wait_all_tasks_blocked()
+            tasks.start_soon(ask, ref, "echo", "third")  # waits to send
+            await anyio.wait_all_tasks_blocked()
+            assert ref.statistics().queued == 1
+            assert source.texts == ["first"]
+            source.release.set()
+        assert source.texts == ["first", "second", "third"]
+
+
+@pytest.mark.virtual_clock
+async def test_a_call_that_has_not_started_by_its_deadline_is_answered_then_and_never_runs() -> (
+    None
+):
+    # The one slot is held by a call that ignores cancellation: its caller is let go `grace`
+    # after the deadline, while the calls waiting behind it (in the mailbox, and to be put in
+    # it) are answered at the deadline itself, which counts from the ask.
+    source = Honouring()
+    answered: dict[str, tuple[float, str]] = {}
+
+    async def call(tool: str, text: str) -> None:
+        with pytest.raises(at.UnavailableError) as raised:
+            await ref.call(tool, {"text": text})
+        answered[text] = (anyio.current_time() - start, str(raised.value))
+
+    async with Runtime(grace=5.0) as runtime:
+        ref = await running(
+            runtime, source, max_concurrency=1, mailbox_size=1, call_timeout=10.0, inline=False
+        )
+        start = anyio.current_time()
+        try:
+            with anyio.move_on_after(60.0):
+                async with anyio.create_task_group() as tasks:
+                    for tool, text in (
+                        ("stubborn", "running"),
+                        ("echo", "queued"),
+                        ("echo", "outside"),
+                    ):
+                        tasks.start_soon(call, tool, text)
+                        await anyio.wait_all_tasks_blocked()
+                    assert ref.statistics().queued == 1
+        finally:
+            source.release.set()
+        assert answered["queued"] == (10.0, "scripted: the source did not answer in time")
+        assert answered["outside"] == (10.0, "scripted: the source did not answer in time")
+        assert answered["running"] == (15.0, "scripted: the source did not stop at its deadline")
+        assert await ref.call("echo", {"text": "after"}) == {"text": "after"}
+    assert source.texts == ["running", "after"]
+    assert ref.statistics().queued == 0
 
 
 async def await_(call: Coroutine[object, object, object]) -> None:

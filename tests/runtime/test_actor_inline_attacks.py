@@ -40,7 +40,7 @@ async def test_every_way_a_call_ends_gives_its_slot_back_once() -> None:
             # A BaseException of an inline call.
             with pytest.raises(Halt):
                 await ref.call("halt", {})
-            # Callers cancelled while a worker holds their request, waiting for a slot.
+            # Callers cancelled while their requests wait for a slot.
             with anyio.CancelScope() as scope:
                 async with anyio.create_task_group() as tasks:
                     for _ in range(4):
@@ -236,7 +236,7 @@ async def test_an_abandoned_actor_answers_a_request_waiting_for_a_slot_too() -> 
                 async with anyio.create_task_group() as tasks:
                     tasks.start_soon(call, "stubborn")  # inline, and it ignores the stop
                     await anyio.wait_all_tasks_blocked()
-                    tasks.start_soon(call, "echo")  # a worker holds it, waiting for the slot
+                    tasks.start_soon(call, "echo")  # it waits for the slot
                     await anyio.wait_all_tasks_blocked()
                     assert ref.statistics().queued == 1
                     await runtime.stop(ref)  # abandoned after the grace

@@ -2,9 +2,11 @@
 
 An incarnation enters its source's lifespan and runs workers that take requests straight from the
 mailbox, so no task is started per request: the pool grows to the peak concurrency, up to
-``max_concurrency``, and when every worker is busy the mailbox fills up. Each worker has one cancel
-scope for its life: a caller that leaves, or a deadline that passes, cancels the call the worker
-runs, and the worker then hands its place to a fresh one.
+``max_concurrency``, and when every worker is busy the mailbox fills up. A worker takes a request
+only once it has a slot (below), and keeps the slot while requests wait, taking the next as the
+last one ends: a hand-over in the same turn of the loop, with no other worker woken for it. Each
+worker has one cancel scope for its life: a caller that leaves, or a deadline that passes,
+cancels the call the worker runs, and the worker then hands its place to a fresh one.
 
 An actor spawned ``inline`` runs a call in its caller's own task when it has room for it: the
 incarnation runs, nothing waits in the mailbox or to be put in it, a slot is free, and a worker
@@ -12,9 +14,10 @@ waits for a request (not cancelled: a crash of the incarnation cancels it at onc
 starts inline in an incarnation that is ending, as none starts in a worker). That saves
 the two hops through the mailbox (caller to worker and back); the call has a cancel scope of its
 own, with its deadline, which a stop or the incarnation's end cancels as a worker's. Slots
-(``max_concurrency`` of them) bound inline calls and worker calls together: a worker that took a
-request while inline calls hold every slot waits for one, ahead of any newcomer (and should the
-incarnation end meanwhile, puts the request back first in the mailbox). Each incarnation
+(``max_concurrency`` of them) bound inline calls and worker calls together: while inline calls
+hold every slot, a worker woken by a request waits for one, and the request waits in the mailbox,
+first in line (a newcomer goes behind it, and should the incarnation end meanwhile, it waits
+there for the next one, as every queued request does). Each incarnation
 keeps its own slots and calls (:class:`_Life`), and leaves its source's lifespan only once its
 inline calls are over (cancelled, then waited for, shielded, at most ``grace``), so a new
 incarnation never sees a call of the one before.
@@ -36,7 +39,7 @@ from amends_toolkit._log import get_logger
 from amends_toolkit._progress import listening
 from amends_toolkit.runtime._mailbox import Slots
 from amends_toolkit.runtime._messages import Call
-from amends_toolkit.runtime._ref import ActorState, ActorStatistics
+from amends_toolkit.runtime._ref import TIMED_OUT, ActorState, ActorStatistics
 from amends_toolkit.runtime._scopes import scopes
 from amends_toolkit.runtime._source import has_lifespan
 
@@ -94,7 +97,6 @@ class Actor:
         self._grace = grace
         self._pool = 0  # workers of the current incarnation
         self._idle = 0  # of which wait for a request
-        self._held: set[Request] = set()  # requests workers took, waiting for a slot
         self._life: _Life | None = None
         self._scope: anyio.CancelScope | None = None
         self._stopping = False
@@ -108,7 +110,7 @@ class Actor:
         """Queued and running requests (inline calls too), restarts so far, and the state."""
         life = self._life
         return ActorStatistics(
-            queued=len(self.mailbox) + len(self._held),
+            queued=len(self.mailbox),
             in_flight=0 if life is None else len(life.running),
             restarts=self.restarts,
             state=self.state,
@@ -134,10 +136,10 @@ class Actor:
     def close(self, state: ActorState, why: str) -> None:
         """The actor is over: answer every request left, queued or running, and take no more."""
         self.state = state
-        # Running requests (and those waiting for a slot) are answered where they run; any left
-        # here belong to an actor whose source ignores cancellation, which the supervisor abandons.
+        # Running requests are answered where they run; any left here belong to an actor whose
+        # source ignores cancellation, which the supervisor abandons.
         running = [] if self._life is None else list(self._life.running)
-        for request in [*self.mailbox.close(why), *self._held, *running]:
+        for request in [*self.mailbox.close(why), *running]:
             request.fail(UnavailableError(source=self.name, message=why))
 
     def inline(self, request: Request) -> Coroutine[object, object, object] | None:
@@ -253,23 +255,36 @@ class Actor:
         life.cut.extend(life.running)
 
     async def _work(self, life: _Life, tasks: TaskGroup) -> None:
+        mailbox, slots = self.mailbox, life.slots
         with anyio.CancelScope() as scope:
-            while True:
+            while not scope.cancel_called:
                 self._idle += 1
                 try:
-                    request = await self.mailbox.get()
+                    await mailbox.wait()
                 except anyio.EndOfStream:
                     return
                 finally:
                     self._idle -= 1
-                if request.abandoned:
-                    continue
                 if self._idle == 0 and self._pool < self._max_concurrency:
                     self._pool += 1
                     tasks.start_soon(self._work, life, tasks)
-                await self._serve(life, request, scope)
-                if scope.cancel_called:
-                    break
+                if not slots.take_now():
+                    # Inline calls hold every slot: the worker waits for one in turn, holding
+                    # nothing; the requests keep their places in the mailbox (so a crash or a
+                    # stop finds them there, and a deadline's passing ends nothing of them).
+                    await slots.take()
+                try:
+                    # With its slot it takes the requests that wait, one after another: the next
+                    # starts in the turn of the loop the last one ended in, not a turn later in
+                    # another worker, so that what the calls share (a pool of connections) is
+                    # handed on at once rather than left idle in between.
+                    while (request := mailbox.take()) is not None:
+                        if not request.abandoned:
+                            await self._serve(life, request, scope)
+                            if scope.cancel_called:
+                                break
+                finally:
+                    slots.give_back()
         # This worker's scope stopped its call (the caller left, or the deadline passed): a
         # fresh worker takes its place, with a scope nobody has cancelled.
         tasks.start_soon(self._work, life, tasks)
@@ -278,35 +293,13 @@ class Actor:
         request.scope = scope
         if request.deadline != math.inf:
             scope.deadline = request.deadline
-        slotted = life.slots.take_now()
-        requeued = False
+        life.running.add(request)
         try:
-            if not slotted:
-                # Inline calls hold every slot: wait for one, ahead of newcomers, within the
-                # request's deadline (and its caller may still leave).
-                self._held.add(request)
-                try:
-                    await life.slots.take()
-                except BaseException:
-                    # The incarnation ended before the call ran: it waits, first in line, for
-                    # the next one, as the requests still in the mailbox do.
-                    if not (scope.cancel_called or self._stopping or request.abandoned):
-                        requeued = self.mailbox.requeue(request)
-                    raise
-                finally:
-                    self._held.discard(request)
-                slotted = True
-                if self._stopping:
-                    request.fail(UnavailableError(source=self.name, message=_STOPPED))
-                    return
-            life.running.add(request)
             await self._attempt(life.source, request)
         finally:
             request.scope = None
-            if slotted:
-                life.running.discard(request)
-                life.slots.give_back()
-            if not (request.done or requeued):
+            life.running.discard(request)
+            if not request.done:
                 self._unanswered(life, request, cancelled=scope.cancel_called)
             if request.deadline != math.inf and not scope.cancel_called:
                 scope.deadline = math.inf
@@ -338,8 +331,7 @@ class Actor:
         incarnation's end); else the incarnation's end cancelled the worker running it."""
         if cancelled and life.open and not (self._stopping or request.abandoned):
             _log.warning("call.timed_out", source=self.name, tool=request.what)
-            why = "the source did not answer in time"
-            request.fail(UnavailableError(source=self.name, message=why))
+            request.fail(UnavailableError(source=self.name, message=TIMED_OUT))
         elif self._stopping or (cancelled and life.open):
             # Stopped, or its caller left (and reads nothing).
             request.fail(UnavailableError(source=self.name, message=_STOPPED_WHILE))

@@ -1,7 +1,8 @@
 """An actor's mailbox: a bounded queue between callers and the actor's workers.
 
 It holds up to ``size`` requests besides those an idle worker is about to take (so ``size=0``
-hands a request only to a worker that waits for one, as a memory stream of buffer 0 does); a
+hands a request only to a worker that waits for one, as a memory stream of buffer 0 does), those
+waiting for a slot included (a worker takes one only with a slot: :meth:`Mailbox.wait`); a
 caller beyond that waits for room (backpressure), in turn: a newcomer never overtakes a caller
 that waits (nor does an inline call: :attr:`Mailbox.ready`), and one woken keeps its turn until
 it runs. Waiting is on one-shot waiters, which are the loop's futures on asyncio: the cheapest
@@ -112,6 +113,19 @@ class Mailbox:
         Raises:
             anyio.EndOfStream: the mailbox is closed.
         """
+        while True:
+            await self.wait()
+            request = self.take()
+            if request is not None:
+                return request
+
+    async def wait(self) -> None:
+        """Wait until a request waits here, without taking it: a worker then waits for a slot
+        before it takes one, and the request keeps its place in the line meanwhile.
+
+        Raises:
+            anyio.EndOfStream: the mailbox is closed.
+        """
         while not self._queue:
             if self._closed:
                 raise anyio.EndOfStream
@@ -124,6 +138,11 @@ class Mailbox:
             except BaseException:
                 _leave(self._getters, waiter)
                 raise
+
+    def take(self) -> Request | None:
+        """The oldest request, taken at once, or ``None`` when none waits."""
+        if not self._queue:
+            return None
         request = self._queue.popleft()
         self._call_putters()
         return request
@@ -145,15 +164,6 @@ class Mailbox:
                 waiter.set_result(None)
                 self._called.append(waiter)
                 room -= 1
-
-    def requeue(self, request: Request) -> bool:
-        """Put a request taken but never run back at the head of the line; ``False`` (and
-        nothing done) if the mailbox is closed."""
-        if self._closed:
-            return False
-        self._queue.appendleft(request)
-        _wake(self._getters)
-        return True
 
     def close(self, why: str) -> list[Request]:
         """Take no more requests (``why`` says why); wake every waiting task, give those left."""

@@ -9,6 +9,7 @@ import anyio
 import attrs
 
 from amends_toolkit._errors import UnavailableError
+from amends_toolkit._log import get_logger
 from amends_toolkit._progress import listener
 from amends_toolkit.runtime._messages import Call, Discover
 
@@ -20,7 +21,12 @@ if TYPE_CHECKING:
     from amends_toolkit.runtime._mailbox import Mailbox
     from amends_toolkit.runtime._messages import Request, Waiter
 
-__all__ = ("ActorRef", "ActorState", "ActorStatistics")
+__all__ = ("TIMED_OUT", "ActorRef", "ActorState", "ActorStatistics")
+
+_log = get_logger(__name__)
+
+TIMED_OUT = "the source did not answer in time"
+"""What a call past its deadline is answered (``UnavailableError``'s words)."""
 
 ActorState = Literal["starting", "running", "restarting", "stopped", "failed"]
 
@@ -146,9 +152,22 @@ class ActorRef:
 
     async def _sent(self, request: Request) -> object:
         try:
-            await self._mailbox.put(request)
             if request.deadline == math.inf:
+                await self._mailbox.put(request)
                 return await request.wait(self._waiters())
+            with anyio.move_on_at(request.deadline):
+                await self._mailbox.put(request)
+                return await request.wait(self._waiters())
+            if request.done:
+                return request.answer()
+            if request.scope is None:
+                # Its deadline passed before it ran (waiting to be put, or in the mailbox for a
+                # worker with a slot): it never runs, and its caller hears so now.
+                request.abandon()
+                _log.warning("call.timed_out", source=self._name, tool=request.what)
+                raise UnavailableError(source=self._name, message=TIMED_OUT)
+            # It runs: its worker cancels it at this same deadline; a source that ignores
+            # cancellation is waited for ``grace`` more.
             with anyio.move_on_at(request.deadline + self._grace):
                 return await request.wait(self._waiters())
         except anyio.ClosedResourceError:

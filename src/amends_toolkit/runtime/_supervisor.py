@@ -20,7 +20,8 @@ a defect in a call     ``UnknownError`` ("the source failed"), logged with its t
                        actor keeps serving
 the deadline passes    ``UnavailableError``; the call is cancelled inside the actor; a caller
                        waits at most ``grace`` longer for a source that ignores cancellation
-                       (one through the mailbox: an inline call holds its caller)
+                       (one through the mailbox: an inline call holds its caller); a call
+                       not started by then (queued, or waiting to be queued) never runs
 the caller is          its call is cancelled inside the actor, or never starts if it still
 cancelled              waits in the mailbox; nothing is reported
 an inline call raises  (one that is no cancellation: ``KeyboardInterrupt``, ``SystemExit``)
@@ -38,8 +39,9 @@ the child is stopped   (``runtime.stop(ref)``, or the runtime stops) every queue
                        call (inline too) gets ``UnavailableError``; the runtime forgets the child
 it ignores a stop      after ``grace`` it is abandoned: its callers are answered, the runtime
                        forgets it and logs ``actor.abandoned`` naming it
-the mailbox is full    the caller waits to send (backpressure), within its own cancel scope,
-                       in turn: no later caller, inline or not, overtakes it
+the mailbox is full    (``mailbox_size`` requests wait, those waiting for a slot included) the
+                       caller waits to send (backpressure), within its own cancel scope and
+                       its deadline, in turn: no later caller, inline or not, overtakes it
 =====================  ======================================================================
 """
 
