@@ -10,7 +10,7 @@ import pytest
 import amends_toolkit as at
 from amends_toolkit import JsonObject, JsonValue
 from amends_toolkit._errors import REASONS
-from amends_toolkit.runtime import Tool, ToolEntry, Toolkit, ToolResult, validator_for
+from amends_toolkit.runtime import Tool, ToolEntry, Toolkit, ToolResult, _source, validator_for
 
 from .toolkit_sources import CLOSED, Gate, Recording, Untouchable, allow_all, define, raising
 
@@ -482,3 +482,20 @@ async def test_a_source_class_made_at_run_time_is_not_held_once_called() -> None
     del kind, made
     gc.collect()
     assert held() is None
+
+
+async def test_the_rule_of_a_source_class_gone_is_forgotten_and_not_read_for_another() -> None:
+    # The per-class rule is kept by the class's id: a class gone takes its entry with it, and
+    # a class made later (which may have the same id) is read afresh.
+    before = len(_source._PAIRED)
+    for _ in range(20):
+        kind = type("Made", (Counted,), {})
+        made = kind()
+        assert await one_tool(made).call("told__tool", {}) == "called"
+        assert made.calls == ["counted", "call"]
+        both = type("Both", (CountedBoth,), {})()
+        assert await one_tool(both).call("told__tool", {}) == "called"
+        assert both.calls == ["counted checked"]
+        del kind, made, both
+        gc.collect()
+    assert len(_source._PAIRED) == before
