@@ -5,6 +5,7 @@ import logging
 import weakref
 
 import anyio
+import attrs
 import pytest
 
 import amends_toolkit as at
@@ -499,3 +500,14 @@ async def test_the_rule_of_a_source_class_gone_is_forgotten_and_not_read_for_ano
         del kind, made, both
         gc.collect()
     assert len(_source._PAIRED) == before
+
+
+async def test_an_answer_is_the_result_its_value_makes_whole() -> None:
+    # A call's answer is made without ToolResult's keyword __init__: it is the same value, every
+    # field set (a field added to ToolResult and not to answered() fails here).
+    result = await one_tool(Recording("s")).invoke("s__tool", {"id": 1})
+    assert result == ToolResult(value=result.value)
+    assert attrs.asdict(result, recurse=False) == attrs.asdict(
+        ToolResult(value=result.value), recurse=False
+    )
+    assert repr(result) == repr(ToolResult(value=result.value))
