@@ -120,7 +120,7 @@ def measure(arguments: argparse.Namespace) -> None:
         per_call: dict[str, list[float]] = {label: [] for label in SUBJECTS}
         for dump in where.glob("counted.*.*"):
             text = dump.read_text()
-            trigger = re.search(r"^desc: Trigger: Client Request: (\w+)\.(\d+)$", text, re.M)
+            trigger = re.search(r"^desc: Trigger: Client Request: ([\w-]+)\.(\d+)$", text, re.M)
             total = re.search(r"^summary: (\d+)$", text, re.M)
             if trigger is not None and total is not None:
                 per_call[trigger[1]].append(int(total[1]) / int(trigger[2]))
