@@ -10,7 +10,7 @@ import anyio
 import pytest
 
 from amends_toolkit.runtime._mailbox import Mailbox
-from amends_toolkit.runtime._messages import Call, Request, waiters
+from amends_toolkit.runtime._messages import Call, waiters
 
 pytestmark = pytest.mark.anyio
 
@@ -95,14 +95,3 @@ async def test_waking_callers_waiting_to_put_is_linear_in_their_number(
     # woken already and not yet run (walking past them made 512 callers cost twice 64's).
     few, many = await looks_to_serve(100), await looks_to_serve(400)
     assert many <= 5 * few
-
-
-def test_a_call_is_made_as_every_request_is() -> None:
-    # Call sets Request's fields itself (one frame less a call): the same fields, the same values.
-    call = Call(5.0, tool="t", input={})
-    request = Request(5.0)
-    for kind in Request.__mro__:
-        for field in getattr(kind, "__slots__", ()):
-            if field != "__weakref__":
-                assert getattr(call, field) == getattr(request, field), field
-    assert (call.tool, call.input, call.progress, call.checked) == ("t", {}, None, False)
