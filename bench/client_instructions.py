@@ -1,5 +1,5 @@
 """Instructions per MCP call, counted by valgrind's callgrind: the bare JSON-RPC client against
-``at.mcp.http``, over one ``httpx2`` client, against the raw echo server (in its own process, not
+``at.mcp.http`` and ``Session -> Toolkit -> actor -> at.mcp.http``, over one ``httpx2`` client, against the raw echo server (in its own process, not
 counted). Not part of ``python -m bench``; it needs ``valgrind`` and a C compiler.
 
     python -m bench.client_instructions [--mode stateless] [--concurrency 512] [--calls 1024]
@@ -42,7 +42,7 @@ TOGGLE = """
 void counted(void) { CALLGRIND_START_INSTRUMENTATION; CALLGRIND_ZERO_STATS; }
 void dumped(const char *label) { CALLGRIND_DUMP_STATS_AT(label); CALLGRIND_STOP_INSTRUMENTATION; }
 """
-SUBJECTS = ("bare", "source")
+SUBJECTS = ("bare", "source", "session-actor")
 
 
 async def counted(arguments: argparse.Namespace) -> None:
@@ -59,6 +59,7 @@ async def counted(arguments: argparse.Namespace) -> None:
         made: dict[str, Call] = {
             "bare": await stack.enter_async_context(bare_client(client, url, arguments.mode)),
             "source": functools.partial(source.call, "echo", INPUT),
+            "session-actor": await whole_path(stack, client, url, timeout),
         }
         each = max(1, arguments.calls // arguments.concurrency)
         for call in made.values():
@@ -71,6 +72,19 @@ async def counted(arguments: argparse.Namespace) -> None:
                 toggle.counted()
                 await turn(made[label], each, arguments.concurrency)
                 toggle.dumped(f"{label}.{each * arguments.concurrency}".encode())
+
+
+async def whole_path(
+    stack: contextlib.AsyncExitStack, client: httpx2.AsyncClient, url: str, wire_timeout: float
+) -> Call:
+    """``Session -> Toolkit -> actor -> at.mcp.http``, spawned with the runtime's defaults."""
+    runtime = await stack.enter_async_context(at.Runtime())
+    ref = await runtime.spawn(
+        at.mcp.http(name="bench", url=url, client=client, timeout=wire_timeout)
+    )
+    toolkit = at.assemble([at.Member(ref, await ref.discover())], lambda _, __: "allow")
+    session = await stack.enter_async_context(at.Session(toolkit, approve=lambda _, __: False))
+    return functools.partial(session.call, "bench__echo", INPUT)
 
 
 def measure(arguments: argparse.Namespace) -> None:
@@ -106,15 +120,17 @@ def measure(arguments: argparse.Namespace) -> None:
         per_call: dict[str, list[float]] = {label: [] for label in SUBJECTS}
         for dump in where.glob("counted.*.*"):
             text = dump.read_text()
-            trigger = re.search(r"^desc: Trigger: Client Request: (\w+)\.(\d+)$", text, re.M)
+            trigger = re.search(r"^desc: Trigger: Client Request: ([\w-]+)\.(\d+)$", text, re.M)
             total = re.search(r"^summary: (\d+)$", text, re.M)
             if trigger is not None and total is not None:
                 per_call[trigger[1]].append(int(total[1]) / int(trigger[2]))
     bare = statistics.median(per_call["bare"])
     source = statistics.median(per_call["source"])
+    whole = statistics.median(per_call["session-actor"])
     print(
         f"{arguments.mode:9} c={arguments.concurrency:<3}  instructions per call: "
-        f"bare {bare / 1e6:.3f} M  at.mcp.http {source / 1e6:.3f} M  ({source / bare:.3f}x)"
+        f"bare {bare / 1e6:.3f} M  at.mcp.http {source / 1e6:.3f} M  ({source / bare:.3f}x)  "
+        f"Session→Toolkit→actor {whole / 1e6:.3f} M  ({whole / bare:.3f}x)"
     )
 
 

@@ -50,3 +50,15 @@ def test_a_values_depth_counts_containers() -> None:
 def test_an_input_holding_what_json_has_not_is_refused(value: object) -> None:
     assert input_refusal(value) is not None
     assert input_refusal({"a": [True, None, "x", 1.5, (1, 2)]}) is None
+
+
+def test_a_flat_input_is_told_as_the_walk_tells_it() -> None:
+    # One object of plain scalars under string keys is told at once; all else is walked.
+    flat = {"s": "x", "n": 7, "b": True, "z": None}
+    assert input_refusal(flat) is None
+    assert (
+        input_refusal(flat, max_depth=0) == "The input nests more than 0 levels; send plain JSON."
+    )
+    assert input_refusal({"n": 7, "f": float("nan")}) is not None
+    assert input_refusal({"n": 7, 2: "x"}) is not None
+    assert input_refusal({"n": 7, "f": 1.5, "l": [1]}) is None

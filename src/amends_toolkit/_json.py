@@ -128,6 +128,14 @@ def input_refusal(
     """
     if checked and max_depth >= MAX_DEPTH:
         return None
+    if type(value) is dict and max_depth > 0:
+        # Most inputs are one object of strings, whole numbers, booleans and nulls under string
+        # keys: nothing in them to refuse, told without the walk's levels.
+        for key, item in value.items():
+            if type(key) is not str or type(item) not in _PLAIN:
+                break
+        else:
+            return None
     problem = refusal(value, max_depth=max_depth, only_json=True)
     return None if problem is None else f"The input {problem}; send plain JSON."
 

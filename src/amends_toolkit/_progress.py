@@ -48,9 +48,9 @@ _log = get_logger(__name__)
 _listener: ContextVar[OnProgress | None] = ContextVar("amends_toolkit_progress", default=None)
 
 
-def listener() -> OnProgress | None:
-    """Who listens to the progress of the call running in this context, if anyone."""
-    return _listener.get()
+listener: Callable[[], OnProgress | None] = _listener.get
+"""Who listens to the progress of the call running in this context, if anyone: the context
+variable's own ``get`` (no Python frame: each call of a Session and of an actor asks)."""
 
 
 class _Listening:

@@ -5,12 +5,13 @@ import logging
 import weakref
 
 import anyio
+import attrs
 import pytest
 
 import amends_toolkit as at
 from amends_toolkit import JsonObject, JsonValue
 from amends_toolkit._errors import REASONS
-from amends_toolkit.runtime import Tool, ToolEntry, Toolkit, ToolResult, validator_for
+from amends_toolkit.runtime import Tool, ToolEntry, Toolkit, ToolResult, _source, validator_for
 
 from .toolkit_sources import CLOSED, Gate, Recording, Untouchable, allow_all, define, raising
 
@@ -482,3 +483,31 @@ async def test_a_source_class_made_at_run_time_is_not_held_once_called() -> None
     del kind, made
     gc.collect()
     assert held() is None
+
+
+async def test_the_rule_of_a_source_class_gone_is_forgotten_and_not_read_for_another() -> None:
+    # The per-class rule is kept by the class's id: a class gone takes its entry with it, and
+    # a class made later (which may have the same id) is read afresh.
+    before = len(_source._PAIRED)
+    for _ in range(20):
+        kind = type("Made", (Counted,), {})
+        made = kind()
+        assert await one_tool(made).call("told__tool", {}) == "called"
+        assert made.calls == ["counted", "call"]
+        both = type("Both", (CountedBoth,), {})()
+        assert await one_tool(both).call("told__tool", {}) == "called"
+        assert both.calls == ["counted checked"]
+        del kind, made, both
+        gc.collect()
+    assert len(_source._PAIRED) == before
+
+
+async def test_an_answer_is_the_result_its_value_makes_whole() -> None:
+    # A call's answer is made without ToolResult's keyword __init__: it is the same value, every
+    # field set (a field added to ToolResult and not to _answered() fails here).
+    result = await one_tool(Recording("s")).invoke("s__tool", {"id": 1})
+    assert result == ToolResult(value=result.value)
+    assert attrs.asdict(result, recurse=False) == attrs.asdict(
+        ToolResult(value=result.value), recurse=False
+    )
+    assert repr(result) == repr(ToolResult(value=result.value))

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, TypeAlias
 
 import anyio
 
-from amends_toolkit._progress import Progress, listening
+from amends_toolkit._progress import Progress, listener, listening
 from amends_toolkit.runtime._scopes import scopes
 from amends_toolkit.runtime._toolkit import (
     DENIED,
@@ -147,6 +147,9 @@ class Session:
             calls = self._calls
             calls.add(scope)
             try:
+                if self._on_progress is None and listener() is None:
+                    # No one listens, nor did: listening() would change nothing.
+                    return await run_tool(self._toolkit, name, input, self._options)
                 # The call's sources tell its progress to on_progress, or to no one.
                 with listening(self._progress_of(name)):
                     return await run_tool(self._toolkit, name, input, self._options)

@@ -101,17 +101,34 @@ def call_checked(source: ToolSource, tool: str, input: JsonObject) -> Awaitable[
     (:data:`amends_toolkit._json.MAX_DEPTH`) found nothing.
     """
     kind = type(source)
-    pairs = _PAIRED.get(kind)
+    pairs = _PAIRED.get(id(kind))
     if pairs is None:
-        pairs = _PAIRED[kind] = _pairs(kind)
+        pairs = _paired(kind)
     if pairs:
         return cast("Awaitable[JsonValue]", source.call_checked(tool, input))  # type: ignore[attr-defined]
     return source.call(tool, input)
 
 
-_PAIRED: weakref.WeakKeyDictionary[type, bool] = weakref.WeakKeyDictionary()
-"""Per class of source, whether :func:`call_checked` may take its ``call_checked`` (weakly: a
-host may make a class per source, which must not live on for being called once)."""
+_PAIRED: dict[int, bool] = {}
+"""Per class of source, by its id, whether :func:`call_checked` may take its ``call_checked``.
+Weakly: a host may make a class per source, which must not live on for being called once; a
+class's entry goes as the class goes (before its id can be another's). Not a
+``WeakKeyDictionary``, whose lookup is Python code that makes a weak reference each time: every
+call of a toolkit's source comes here, over an actor twice."""
+_HELD: dict[int, weakref.ref[type]] = {}
+"""The weak reference of each class in :data:`_PAIRED`, whose callback forgets it."""
+
+
+def _paired(kind: type) -> bool:
+    key = id(kind)
+
+    def forget(_: weakref.ref[type]) -> None:
+        _PAIRED.pop(key, None)
+        _HELD.pop(key, None)
+
+    _HELD[key] = weakref.ref(kind, forget)
+    pairs = _PAIRED[key] = _pairs(kind)
+    return pairs
 
 
 def _pairs(kind: type) -> bool:

@@ -1,0 +1,14 @@
+from __future__ import annotations
+
+from amends_toolkit.runtime._messages import Call, Request
+
+
+def test_a_call_is_made_as_every_request_is() -> None:
+    # Call sets Request's fields itself (one frame less a call): the same fields, the same values.
+    call = Call(5.0, tool="t", input={})
+    request = Request(5.0)
+    for kind in Request.__mro__:
+        for field in getattr(kind, "__slots__", ()):
+            if field != "__weakref__":
+                assert getattr(call, field) == getattr(request, field), field
+    assert (call.tool, call.input, call.progress, call.checked) == ("t", {}, None, False)
