@@ -22,12 +22,42 @@ import sys
 import time
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from pathlib import Path
+from typing import Protocol, TypeVar
 
 import anyio
 import attrs
 
 Call = Callable[[], Awaitable[object]]
 HERE = Path(__file__).resolve().parent
+
+
+class _Limits(Protocol):
+    def __init__(
+        self, *, max_connections: int, max_keepalive_connections: int, keepalive_expiry: float
+    ) -> None: ...
+
+
+_L = TypeVar("_L", bound=_Limits)
+
+POOL = 64
+"""The connections of a client its callers share, as a host would hold one."""
+KEEP_ALIVE = 120.0
+"""How long a client keeps an idle connection: as long as the bench's servers do (uvicorn's
+``timeout_keep_alive``). With httpx's default of 5 s, the first subject over a client after
+the long turns of other clients (the SDK's, fastmcp's) found every connection expired and paid
+for closing and opening them all (rounds of 1.4-1.5x), while a subject after one over the same
+client never did: which subject paid depended on its place in the turn."""
+
+
+def pool_limits(limits: type[_L], concurrency: int) -> _L:
+    """A client's pool (``httpx.Limits`` or ``httpx2.Limits``) for ``concurrency`` callers: at
+    most :data:`POOL` connections, kept :data:`KEEP_ALIVE` between turns."""
+    connections = min(concurrency, POOL)
+    return limits(
+        max_connections=connections,
+        max_keepalive_connections=connections,
+        keepalive_expiry=KEEP_ALIVE,
+    )
 
 
 @attrs.frozen(kw_only=True)

@@ -37,7 +37,7 @@ import anyio
 import httpx2
 
 import amends_toolkit as at
-from bench._harness import Call, sample, server_process
+from bench._harness import POOL, Call, pool_limits, sample, server_process
 from bench.mcp_client import bare_client
 
 BLOCK = 10
@@ -53,7 +53,7 @@ async def measure(
     with server_process("_raw_mcp_server.py", mode) as port:
         url = f"http://127.0.0.1:{port}/mcp"
         async with contextlib.AsyncExitStack() as stack:
-            limits = httpx2.Limits(max_connections=64, max_keepalive_connections=64)
+            limits = pool_limits(httpx2.Limits, POOL)
             client = await stack.enter_async_context(
                 httpx2.AsyncClient(timeout=60.0, limits=limits)
             )

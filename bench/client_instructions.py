@@ -33,7 +33,7 @@ import anyio
 import httpx2
 
 import amends_toolkit as at
-from bench._harness import Call, server_process
+from bench._harness import POOL, Call, pool_limits, server_process
 from bench.client_cpu import INPUT, turn
 from bench.mcp_client import bare_client
 
@@ -51,7 +51,7 @@ async def counted(arguments: argparse.Namespace) -> None:
     url = f"http://127.0.0.1:{arguments.port}/mcp"
     timeout = 3600.0
     async with contextlib.AsyncExitStack() as stack:
-        limits = httpx2.Limits(max_connections=64, max_keepalive_connections=64)
+        limits = pool_limits(httpx2.Limits, POOL)
         client = await stack.enter_async_context(httpx2.AsyncClient(timeout=timeout, limits=limits))
         source = at.mcp.http(name="bench", url=url, client=client, timeout=timeout)
         await stack.enter_async_context(source.lifespan())

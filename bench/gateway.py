@@ -20,7 +20,15 @@ from pathlib import Path
 
 import httpx2
 
-from bench._harness import Call, Figure, compare, free_port, running, server_process
+from bench._harness import (
+    Call,
+    Figure,
+    compare,
+    free_port,
+    pool_limits,
+    running,
+    server_process,
+)
 from bench.mcp_client import META, MODERN_HEADERS
 
 SRC = str(Path(__file__).resolve().parents[1] / "src")
@@ -79,9 +87,8 @@ async def run(*, scale: float, rounds: int) -> Sequence[Figure]:
     figures: list[Figure] = []
     with server_process("_mcp_bench_server.py") as upstream, gateway_process(upstream) as port:
         for concurrency, calls in CALLS.items():
-            limits = min(concurrency, 64)
             async with httpx2.AsyncClient(
-                limits=httpx2.Limits(max_connections=limits, max_keepalive_connections=limits),
+                limits=pool_limits(httpx2.Limits, concurrency),
                 timeout=60,
             ) as client:
                 group = f"gateway, {concurrency} client(s) at a time"

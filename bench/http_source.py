@@ -16,7 +16,7 @@ import httpx2
 
 import amends_toolkit as at
 from amends_toolkit import JsonObject
-from bench._harness import Call, Figure, compare, server_process
+from bench._harness import Call, Figure, compare, pool_limits, server_process
 
 OPERATION = at.http.Operation(
     definition=at.ToolDefinition(
@@ -43,19 +43,19 @@ AGAIN = "raw GET, httpx2, again (A/A)"
 
 
 async def run_group(base_url: str, concurrency: int, *, scale: float, rounds: int) -> list[Figure]:
-    limits, timeout = min(concurrency, 64), 60.0
+    timeout = 60.0
     async with contextlib.AsyncExitStack() as stack:
         client = await stack.enter_async_context(
             httpx.AsyncClient(
                 base_url=base_url,
-                limits=httpx.Limits(max_connections=limits, max_keepalive_connections=limits),
+                limits=pool_limits(httpx.Limits, concurrency),
                 timeout=timeout,
             )
         )
         client2 = await stack.enter_async_context(
             httpx2.AsyncClient(
                 base_url=base_url,
-                limits=httpx2.Limits(max_connections=limits, max_keepalive_connections=limits),
+                limits=pool_limits(httpx2.Limits, concurrency),
                 timeout=timeout,
             )
         )

@@ -27,7 +27,7 @@ from mcp import Client
 from pydantic_ai.mcp import MCPToolset
 
 import amends_toolkit as at
-from bench._harness import Call, Figure, compare, server_process
+from bench._harness import Call, Figure, compare, pool_limits, server_process
 
 MODERN_HEADERS = {
     "Accept": "application/json, text/event-stream",
@@ -98,17 +98,17 @@ async def run_group(
     server: str, url: str, mode: str, concurrency: int, *, scale: float, rounds: int, others: bool
 ) -> list[Figure]:
     # Callers share a pool of at most 64 connections, as a host would hold one.
-    limits, timeout = min(concurrency, 64), 60.0
+    timeout = 60.0
     async with contextlib.AsyncExitStack() as stack:
         client = await stack.enter_async_context(
             httpx.AsyncClient(
-                limits=httpx.Limits(max_connections=limits, max_keepalive_connections=limits),
+                limits=pool_limits(httpx.Limits, concurrency),
                 timeout=timeout,
             )
         )
         client2 = await stack.enter_async_context(
             httpx2.AsyncClient(
-                limits=httpx2.Limits(max_connections=limits, max_keepalive_connections=limits),
+                limits=pool_limits(httpx2.Limits, concurrency),
                 timeout=timeout,
             )
         )

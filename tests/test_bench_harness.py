@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
+import httpx
+import httpx2
 import pytest
-from bench._harness import Figure, Sample, compare
+from bench._harness import HERE, KEEP_ALIVE, POOL, Figure, Sample, compare, pool_limits
 
 pytestmark = pytest.mark.anyio
 
@@ -57,3 +59,17 @@ def test_a_throughput_against_another_subject_pairs_their_rounds() -> None:
     # where the ratio of the medians (200 against 200) would say 1x
     ours, theirs = figure(200, 800, 100), figure(100, 400, 200)
     assert ours.throughput_against(theirs) == 2.0
+
+
+@pytest.mark.parametrize("kind", [httpx.Limits, httpx2.Limits])
+def test_a_clients_pool_keeps_its_connections_between_turns_as_long_as_the_servers(
+    kind: type[httpx.Limits | httpx2.Limits],
+) -> None:
+    # Kept shorter than the servers keep them, the first subject over a client after other
+    # clients' long turns pays for reopening every connection, one after the same client never.
+    limits = pool_limits(kind, 512)
+    assert (limits.max_connections, limits.max_keepalive_connections) == (POOL, POOL)
+    assert limits.keepalive_expiry == KEEP_ALIVE
+    for server in ("_raw_mcp_server.py", "_mcp_bench_server.py", "_http_bench_server.py"):
+        assert f"timeout_keep_alive={KEEP_ALIVE:g}," in (HERE / server).read_text()
+    assert pool_limits(kind, 1).max_connections == 1
