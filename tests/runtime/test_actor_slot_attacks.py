@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Awaitable
+from collections.abc import AsyncIterator, Awaitable
+from contextlib import asynccontextmanager
 
 import anyio
 import pytest
@@ -254,3 +255,50 @@ async def test_a_call_whose_deadline_passed_before_a_slot_came_never_runs(
         assert source.texts == ["hog"]
         assert ref.statistics().queued == 0
     assert [r.getMessage() for r in caplog.records].count("call.timed_out") == 1
+
+
+class SlowToLeaveAfterACrash(Crashing):
+    """A crashing source whose lifespan takes ``seconds`` to leave (a process that takes its
+    time to exit), shielded."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__()
+        self.seconds = seconds
+
+    @asynccontextmanager
+    async def lifespan(self) -> AsyncIterator[None]:
+        try:
+            async with super().lifespan():
+                yield
+        finally:
+            with anyio.CancelScope(shield=True):
+                await anyio.sleep(self.seconds)
+
+
+@pytest.mark.virtual_clock
+async def test_a_call_a_crash_cut_learns_the_crash_even_if_its_deadline_passes_meanwhile(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # The call ran (in a worker) when the crash cut it; its deadline passes while the crashed
+    # incarnation leaves its lifespan: it is answered with the crash's cause as that is known
+    # (within the grace), as an inline call is, and no timeout is logged for it.
+    caplog.set_level(logging.WARNING, logger="amends_toolkit")
+    source = SlowToLeaveAfterACrash(seconds=3.0)
+    async with Runtime(grace=5.0) as runtime:
+        ref = await running(runtime, source, inline=False, call_timeout=10.0)
+        async with anyio.create_task_group() as tasks:
+
+            async def call() -> None:
+                with pytest.raises(at.UnavailableError) as raised:
+                    await ask(ref, "wait", "cut")
+                assert (anyio.current_time() - start, str(raised.value)) == (
+                    12.0,
+                    "crashing: the source crashed while the call ran: OSError: the process died",
+                )
+
+            start = anyio.current_time()
+            tasks.start_soon(call)
+            await anyio.sleep(9.0)
+            source.crash.set()
+    assert source.texts == ["cut"]
+    assert "call.timed_out" not in [r.getMessage() for r in caplog.records]

@@ -293,6 +293,7 @@ class Actor:
 
     async def _serve(self, life: _Life, request: Request, scope: anyio.CancelScope) -> None:
         request.scope = scope
+        request.started = True
         if request.deadline != math.inf:
             scope.deadline = request.deadline
         life.running.add(request)
