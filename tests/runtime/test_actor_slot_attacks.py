@@ -15,7 +15,7 @@ import amends_toolkit as at
 from amends_toolkit.runtime import Runtime
 
 from .sources import Crashing, Honouring
-from .test_actor_inline import ask, running
+from .test_actor_inline import Gated, ask, running
 from .test_actor_inline_attacks import holds_exactly
 
 pytestmark = pytest.mark.anyio
@@ -302,3 +302,58 @@ async def test_a_call_a_crash_cut_learns_the_crash_even_if_its_deadline_passes_m
             source.crash.set()
     assert source.texts == ["cut"]
     assert "call.timed_out" not in [r.getMessage() for r in caplog.records]
+
+
+@pytest.mark.both_backends
+async def test_callers_that_leave_waiting_to_send_or_queued_leave_no_trace() -> None:
+    # One slot, held inline; `queued` fills the mailbox, `outside` waits to send; both leave.
+    source = Honouring()
+    async with Runtime() as runtime:
+        ref = await running(runtime, source, max_concurrency=1, mailbox_size=1)
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(ask, ref, "wait", "inline")
+            await anyio.wait_all_tasks_blocked()
+            scopes = {text: anyio.CancelScope() for text in ("queued", "outside")}
+            for text, scope in scopes.items():
+                tasks.start_soon(within, scope, ask(ref, "echo", text))
+                await anyio.wait_all_tasks_blocked()
+            tasks.start_soon(ask, ref, "echo", "last")
+            await anyio.wait_all_tasks_blocked()
+            assert ref.statistics().queued == 1
+            scopes["outside"].cancel()
+            await anyio.wait_all_tasks_blocked()
+            # `last` took the place `outside` left, behind `queued`, whose caller now leaves.
+            assert ref.statistics().queued == 1
+            scopes["queued"].cancel()
+            await anyio.wait_all_tasks_blocked()
+            assert ref.statistics().queued == 1  # it stays until a worker has a slot to skip it
+            source.release.set()
+        assert source.texts == ["inline", "last"]
+        assert ref.statistics().queued == 0
+        source.release = anyio.Event()
+        await holds_exactly(ref, source, 1)
+
+
+@pytest.mark.both_backends
+async def test_a_worker_given_a_slot_for_a_request_another_took_gives_it_back() -> None:
+    # Two slots, both held inline; one request queued, for which both workers wait for a slot.
+    source = Gated()
+    async with Runtime() as runtime:
+        ref = await running(runtime, source, max_concurrency=2)
+        async with anyio.create_task_group() as tasks:
+            for text in ("one", "two"):
+                tasks.start_soon(ask, ref, "gate", text)
+                await anyio.wait_all_tasks_blocked()
+            tasks.start_soon(ask, ref, "echo", "queued")
+            await anyio.wait_all_tasks_blocked()
+            assert ref.statistics().queued == 1
+            source.open("one")
+            await anyio.wait_all_tasks_blocked()
+            source.open("two")
+            await anyio.wait_all_tasks_blocked()
+            assert source.texts == ["one", "two", "queued"]
+        assert ref.statistics().in_flight == 0
+        # Both slots are free and a worker waits: the next call runs inline, in this task.
+        await ask(ref, "echo", "inline")
+        assert source.tasks[-1] == anyio.get_current_task().id
+        await holds_exactly(ref, source, 2)
