@@ -279,7 +279,9 @@ class Actor:
                     # another worker, so that what the calls share (a pool of connections) is
                     # handed on at once rather than left idle in between.
                     while (request := mailbox.take()) is not None:
-                        if not request.abandoned:
+                        # One whose caller left, or whose deadline passed (its caller, maybe not
+                        # woken yet, answers it then): it never starts.
+                        if not (request.abandoned or _late(request)):
                             await self._serve(life, request, scope)
                             if scope.cancel_called:
                                 break
@@ -291,6 +293,7 @@ class Actor:
 
     async def _serve(self, life: _Life, request: Request, scope: anyio.CancelScope) -> None:
         request.scope = scope
+        request.started = True
         if request.deadline != math.inf:
             scope.deadline = request.deadline
         life.running.add(request)
@@ -340,6 +343,12 @@ class Actor:
         else:
             # Cut by the incarnation's end (a crash): answered with its cause once it is known.
             life.cut.append(request)
+
+
+def _late(request: Request) -> bool:
+    """Whether a request's deadline has passed (a slot may come in the turn of the loop its
+    deadline passes in, before its caller is woken by it)."""
+    return request.deadline != math.inf and request.deadline <= anyio.current_time()
 
 
 def _cancel_running(life: _Life) -> None:

@@ -91,10 +91,20 @@ class Request:
 
     ``abandoned`` is set by a caller that left before the answer came: a worker that finds it
     set skips the request; ``scope`` is the cancel scope it runs in (its worker's, or its own
-    when it runs in its caller's task), if it runs.
+    when it runs in its caller's task), if it runs; ``started``: a worker started it (it may have
+    ended unanswered: a crash cut it, and its answer waits for the crash's cause).
     """
 
-    __slots__ = ("_answered", "_error", "_value", "_waiter", "abandoned", "deadline", "scope")
+    __slots__ = (
+        "_answered",
+        "_error",
+        "_value",
+        "_waiter",
+        "abandoned",
+        "deadline",
+        "scope",
+        "started",
+    )
 
     def __init__(self, deadline: float = math.inf) -> None:
         self._waiter: Waiter | None = None  # given by wait(): only a caller that waits needs one
@@ -104,6 +114,7 @@ class Request:
         self.deadline = deadline
         self.abandoned = False
         self.scope: anyio.CancelScope | None = None
+        self.started = False
 
     @property
     def done(self) -> bool:

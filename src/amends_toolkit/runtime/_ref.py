@@ -160,14 +160,15 @@ class ActorRef:
                 return await request.wait(self._waiters())
             if request.done:
                 return request.answer()
-            if request.scope is None:
+            if not request.started:
                 # Its deadline passed before it ran (waiting to be put, or in the mailbox for a
                 # worker with a slot): it never runs, and its caller hears so now.
                 request.abandon()
                 _log.warning("call.timed_out", source=self._name, tool=request.what)
                 raise UnavailableError(source=self._name, message=TIMED_OUT)
             # It runs: its worker cancels it at this same deadline; a source that ignores
-            # cancellation is waited for ``grace`` more.
+            # cancellation is waited for ``grace`` more, and so is the cause of a crash that cut
+            # it (its incarnation leaving its source's lifespan).
             with anyio.move_on_at(request.deadline + self._grace):
                 return await request.wait(self._waiters())
         except anyio.ClosedResourceError:
