@@ -212,6 +212,7 @@ class Call(Request):
         self.deadline = deadline
         self.abandoned = False
         self.scope = None
+        self.started = False
         self.tool = tool
         self.input = input
         self.progress = progress
