@@ -26,6 +26,7 @@ from typing import Protocol, TypeVar
 
 import anyio
 import attrs
+import httpx2
 
 Call = Callable[[], Awaitable[object]]
 HERE = Path(__file__).resolve().parent
@@ -49,14 +50,20 @@ for closing and opening them all (rounds of 1.4-1.5x), while a subject after one
 client never did: which subject paid depended on its place in the turn."""
 
 
+HTTPX_KEEP_ALIVE = 5.0
+"""httpx 0.28's own default, which its clients keep: its pool (httpcore 1) collapses when its
+connections are kept longer (a raw GET at 64 callers, 52 calls/s against 405)."""
+
+
 def pool_limits(limits: type[_L], concurrency: int) -> _L:
     """A client's pool (``httpx.Limits`` or ``httpx2.Limits``) for ``concurrency`` callers: at
-    most :data:`POOL` connections, kept :data:`KEEP_ALIVE` between turns."""
+    most :data:`POOL` connections, kept :data:`KEEP_ALIVE` between turns (``httpx2``; httpx
+    0.28's :data:`HTTPX_KEEP_ALIVE`)."""
     connections = min(concurrency, POOL)
     return limits(
         max_connections=connections,
         max_keepalive_connections=connections,
-        keepalive_expiry=KEEP_ALIVE,
+        keepalive_expiry=KEEP_ALIVE if limits is httpx2.Limits else HTTPX_KEEP_ALIVE,
     )
 
 

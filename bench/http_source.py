@@ -34,7 +34,7 @@ OPERATION = at.http.Operation(
         params={"item_id": at.http.Param(location="path", name="item_id")},
     ),
 )
-CALLS = {1: 300, 64: 1_920, 512: 3_072}
+CALLS = {1: 300, 64: 1_600, 512: 3_072}
 SOURCE = "at.http source, httpx2"
 THROUGH_SESSION = "Session→Toolkit→actor→at.http, httpx2"
 """The subjects the client-CPU target is about, against the raw GET over the same client."""

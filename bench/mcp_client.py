@@ -51,7 +51,7 @@ AGAIN = "bare JSON-RPC, httpx2, again (A/A)"
 def calls_for(concurrency: int, scale: float) -> int:
     # At one caller subjects differ by a tenth of a millisecond a call: enough calls that each
     # of a round's ten slices holds a few dozen.
-    return int({1: 600, 64: 1_920, 512: 3_072}[concurrency] * scale)
+    return int({1: 600, 64: 1_600, 512: 3_072}[concurrency] * scale)
 
 
 @contextlib.asynccontextmanager

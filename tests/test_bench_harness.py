@@ -7,7 +7,16 @@ from collections.abc import Awaitable, Callable
 import httpx
 import httpx2
 import pytest
-from bench._harness import HERE, KEEP_ALIVE, POOL, Figure, Sample, compare, pool_limits
+from bench._harness import (
+    HERE,
+    HTTPX_KEEP_ALIVE,
+    KEEP_ALIVE,
+    POOL,
+    Figure,
+    Sample,
+    compare,
+    pool_limits,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -61,15 +70,17 @@ def test_a_throughput_against_another_subject_pairs_their_rounds() -> None:
     assert ours.throughput_against(theirs) == 2.0
 
 
-@pytest.mark.parametrize("kind", [httpx.Limits, httpx2.Limits])
-def test_a_clients_pool_keeps_its_connections_between_turns_as_long_as_the_servers(
-    kind: type[httpx.Limits | httpx2.Limits],
+@pytest.mark.parametrize(
+    ("kind", "kept"), [(httpx.Limits, HTTPX_KEEP_ALIVE), (httpx2.Limits, KEEP_ALIVE)]
+)
+def test_an_httpx2_pool_keeps_its_connections_between_turns_as_long_as_the_servers(
+    kind: type[httpx.Limits | httpx2.Limits], kept: float
 ) -> None:
     # Kept shorter than the servers keep them, the first subject over a client after other
     # clients' long turns pays for reopening every connection, one after the same client never.
     limits = pool_limits(kind, 512)
     assert (limits.max_connections, limits.max_keepalive_connections) == (POOL, POOL)
-    assert limits.keepalive_expiry == KEEP_ALIVE
+    assert limits.keepalive_expiry == kept
     for server in ("_raw_mcp_server.py", "_mcp_bench_server.py", "_http_bench_server.py"):
         assert f"timeout_keep_alive={KEEP_ALIVE:g}," in (HERE / server).read_text()
     assert pool_limits(kind, 1).max_connections == 1
