@@ -27,6 +27,15 @@ def me() -> int:
     return anyio.get_current_task().id
 
 
+async def told(outcomes: dict[str, str], ref: ActorRef, tool: str, text: str) -> None:
+    """Ask ``ref`` to run ``tool`` on ``text``; note under ``text`` its answer, or the words of
+    the ``UnavailableError`` it raised."""
+    try:
+        outcomes[text] = str(await ref.call(tool, {"text": text}))
+    except at.UnavailableError as error:
+        outcomes[text] = str(error)
+
+
 async def ask(ref: ActorRef, tool: str, text: str | None = None) -> None:
     await ref.call(tool, {} if text is None else {"text": text})
 
@@ -448,17 +457,12 @@ async def test_a_stop_answers_a_request_waiting_for_a_slot_and_never_runs_it() -
     source = Honouring()
     outcomes: dict[str, str] = {}
 
-    async def call(tool: str, text: str) -> None:
-        with pytest.raises(at.UnavailableError) as raised:
-            await ref.call(tool, {"text": text})
-        outcomes[text] = str(raised.value)
-
     async with Runtime() as runtime:
         ref = await running(runtime, source, max_concurrency=1)
         async with anyio.create_task_group() as tasks:
-            tasks.start_soon(call, "wait", "inline")
+            tasks.start_soon(told, outcomes, ref, "wait", "inline")
             await anyio.wait_all_tasks_blocked()
-            tasks.start_soon(call, "echo", "held")
+            tasks.start_soon(told, outcomes, ref, "echo", "held")
             await anyio.wait_all_tasks_blocked()
             assert ref.statistics().queued == 1  # in the mailbox, a worker waiting for the slot
             await runtime.stop(ref)

@@ -15,7 +15,7 @@ import amends_toolkit as at
 from amends_toolkit.runtime import Runtime
 
 from .sources import Crashing, Honouring
-from .test_actor_inline import Gated, ask, running
+from .test_actor_inline import Gated, ask, running, told
 from .test_actor_inline_attacks import holds_exactly
 
 pytestmark = pytest.mark.anyio
@@ -56,19 +56,13 @@ async def test_a_worker_whose_call_timed_out_mid_line_is_replaced_and_the_rest_r
     source = Honouring()
     outcomes: dict[str, str] = {}
 
-    async def call(tool: str, text: str) -> None:
-        try:
-            outcomes[text] = str(await ref.call(tool, {"text": text}))
-        except at.UnavailableError as error:
-            outcomes[text] = str(error)
-
     async with Runtime() as runtime:
         ref = await running(runtime, source, inline=False, max_concurrency=1, call_timeout=10.0)
         async with anyio.create_task_group() as tasks:
-            tasks.start_soon(call, "wait", "first")
+            tasks.start_soon(told, outcomes, ref, "wait", "first")
             await anyio.sleep(5.0)
             for text in ("second", "third"):
-                tasks.start_soon(call, "echo", text)
+                tasks.start_soon(told, outcomes, ref, "echo", text)
                 await anyio.wait_all_tasks_blocked()
             assert ref.statistics().queued == 2
         assert outcomes == {
@@ -89,17 +83,11 @@ async def test_a_crash_mid_line_cuts_the_running_call_and_the_next_incarnation_r
     source = Crashing()
     outcomes: dict[str, str] = {}
 
-    async def call(tool: str, text: str) -> None:
-        try:
-            outcomes[text] = str(await ref.call(tool, {"text": text}))
-        except at.UnavailableError as error:
-            outcomes[text] = str(error)
-
     async with Runtime() as runtime:
         ref = await running(runtime, source, inline=False, max_concurrency=1)
         async with anyio.create_task_group() as tasks:
             for tool, text in (("wait", "first"), ("echo", "second"), ("echo", "third")):
-                tasks.start_soon(call, tool, text)
+                tasks.start_soon(told, outcomes, ref, tool, text)
                 await anyio.wait_all_tasks_blocked()
             assert ref.statistics().queued == 2
             source.crash.set()
@@ -171,16 +159,11 @@ async def test_a_stop_mid_line_answers_the_queued_calls_and_runs_none_of_them() 
     source = Honouring()
     outcomes: dict[str, str] = {}
 
-    async def call(tool: str, text: str) -> None:
-        with pytest.raises(at.UnavailableError) as raised:
-            await ref.call(tool, {"text": text})
-        outcomes[text] = str(raised.value)
-
     async with Runtime() as runtime:
         ref = await running(runtime, source, inline=False, max_concurrency=1)
         async with anyio.create_task_group() as tasks:
             for tool, text in (("wait", "first"), ("echo", "second"), ("echo", "third")):
-                tasks.start_soon(call, tool, text)
+                tasks.start_soon(told, outcomes, ref, tool, text)
                 await anyio.wait_all_tasks_blocked()
             await runtime.stop(ref)
     assert source.texts == ["first"]
