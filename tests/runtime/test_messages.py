@@ -4,7 +4,7 @@ from amends_toolkit.runtime._messages import Call, Request
 
 
 def test_a_call_is_made_as_every_request_is() -> None:
-    # Call sets Request's fields itself (one frame less a call): the same fields, the same values.
+    # Every field a Request has, a Call has too, with the same values.
     call = Call(5.0, tool="t", input={})
     request = Request(5.0)
     for kind in Request.__mro__:

@@ -204,15 +204,7 @@ class Call(Request):
         progress: OnProgress | None = None,
         checked: bool = False,
     ) -> None:
-        # Request's fields, set here: one frame less for every call over an actor.
-        self._waiter = None
-        self._answered = False
-        self._value = None
-        self._error = None
-        self.deadline = deadline
-        self.abandoned = False
-        self.scope = None
-        self.started = False
+        super().__init__(deadline)
         self.tool = tool
         self.input = input
         self.progress = progress
