@@ -72,7 +72,7 @@ def targets(figures: Sequence[Figure], measures: Sequence[Measure]) -> list[tupl
     for figure in figures:
         by_group.setdefault(figure.group, {})[figure.subject] = figure
     for group, subjects in by_group.items():
-        # a second bare client against the first (at many callers): the measurement's own swing
+        # a second bare client against the first: the measurement's own swing
         again = subjects.get(AGAIN) or subjects.get(http_source.AGAIN)
         swing = "" if again is None else f" (A/A: {again.cpu_ratio:.2f}x)"
         for subject, against in (
@@ -102,7 +102,7 @@ def targets(figures: Sequence[Figure], measures: Sequence[Measure]) -> list[tupl
         rows.append(
             (
                 f"{group}: {OURS}: calls/s ≥ 1.3x the SDK client's",
-                f"{ratio:.2f}x (the bare client: {bare:.2f}x)",
+                f"{ratio:.2f}x (the bare client: {bare:.2f}x; busy in ours' turns: {busy(ours)})",
                 ratio >= 1.3,
             )
         )
@@ -131,6 +131,15 @@ def targets(figures: Sequence[Figure], measures: Sequence[Measure]) -> list[tupl
     return rows
 
 
+def busy(figure: Figure) -> str:
+    """How busy the client's process and the server's were in the subject's turns, each as a
+    share of one core: near 100%, that side sets the calls per second."""
+    server = figure.server_cpu_share
+    return f"client {figure.client_cpu_share:.0%}, server " + (
+        "—" if server is None else f"{server:.0%}"
+    )
+
+
 def shown(value: float) -> str:
     """A figure with two decimals, or none when it is a count (pages, bytes)."""
     return f"{value:,.0f}" if float(value).is_integer() and abs(value) >= 1 else f"{value:,.2f}"
@@ -155,7 +164,9 @@ def report(
         "",
         "Every figure is the median of its rounds; each ratio compares a subject with its baseline",
         "measured in the same rounds (throughput: higher is better; CPU: lower is better). Servers",
-        "run in their own processes, so CPU per call is the client's own.",
+        "run in their own processes, so CPU per call is the client's own. *Busy* is the share of",
+        "one core the client's process and the server's spent in a subject's turns: a side near",
+        "100% sets the calls per second (a client at 100% does 1 / its CPU per call).",
         "",
         "## Targets",
         "",
@@ -174,14 +185,14 @@ def report(
                 "",
                 f"## {group}",
                 "",
-                "| subject | calls/s | p50 ms | p99 ms | CPU µs/call | baseline | "
+                "| subject | calls/s | p50 ms | p99 ms | CPU µs/call | busy | baseline | "
                 "throughput ratio | CPU ratio |",
-                "| --- | ---: | ---: | ---: | ---: | --- | ---: | ---: |",
+                "| --- | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: |",
             ]
         baseline = "—" if figure.baseline == figure.subject else figure.baseline
         lines.append(
             f"| {figure.subject} | {figure.calls_per_second:,.0f} | {figure.p50_ms:.2f} | "
-            f"{figure.p99_ms:.1f} | {figure.cpu_us_per_call:,.0f} | {baseline} | "
+            f"{figure.p99_ms:.1f} | {figure.cpu_us_per_call:,.0f} | {busy(figure)} | {baseline} | "
             f"{figure.throughput_ratio:.2f}x | {figure.cpu_ratio:.2f}x |"
         )
     group = None

@@ -3,16 +3,20 @@ servers it runs in other processes, and the figures it reports.
 
 A *sample* is one subject driven for a bounded number of calls at a fixed concurrency: calls per
 second, the 50th and 99th percentile of one call's time, and the process's CPU time per call
-(servers run in other processes, so this is the client's own cost). A *figure* is the median of
-several rounds of samples, each round measuring the subjects in turns (a slice of the round's calls
-each, so that a subject and its baseline run interleaved), and its ratio to that baseline is the
-median of the rounds' ratios: on a noisy 2-core machine, only ratios measured side by side mean
-anything.
+(servers run in other processes, so this is the client's own cost); and, where the server's
+process is known, the share of one core the server was busy during the subject's turns (near
+100%, the server's one loop, not the client, sets the calls per second). A *figure* is the
+median of several rounds of samples, each round measuring the subjects in turns (a slice of the
+round's calls each, so that a subject and its baseline run interleaved), and its ratio to that
+baseline is the median of the rounds' ratios: on a noisy 2-core machine, only ratios measured
+side by side mean anything.
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import functools
 import gc
 import os
 import socket
@@ -73,6 +77,9 @@ class Sample:
     p50_ms: float
     p99_ms: float
     cpu_us_per_call: float
+    server_cpu_share: float | None = None
+    """The server process's CPU time over the wall time of the turns (1.0: one core all along),
+    or ``None`` where it was not measured."""
 
 
 @attrs.frozen(kw_only=True)
@@ -90,8 +97,18 @@ class Figure:
     """The subject's calls per second over the baseline's (higher is better)."""
     cpu_ratio: float
     """The subject's CPU per call over the baseline's (lower is better)."""
+    server_cpu_share: float | None = None
+    """The median of the rounds' :attr:`Sample.server_cpu_share`."""
     rounds: tuple[Sample, ...] = ()
     """Each round's sample, in order: what pairs this subject with any other of its group."""
+
+    @property
+    def client_cpu_share(self) -> float:
+        """The median over the rounds of the client process's CPU time over the wall time of
+        its turns (1.0: one core all along; then its calls per second are one over its CPU)."""
+        if not self.rounds:
+            return self.calls_per_second * self.cpu_us_per_call / 1e6
+        return statistics.median(s.calls_per_second * s.cpu_us_per_call / 1e6 for s in self.rounds)
 
     def throughput_against(self, other: Figure) -> float:
         """The median over the rounds of this subject's calls per second over ``other``'s in the
@@ -128,14 +145,21 @@ async def sample(call: Call, calls: int, concurrency: int) -> Sample:
     return _summary([await _drive(call, calls, concurrency)])
 
 
+ServerClock = Callable[[], float]
+"""The CPU seconds a server's process has spent so far."""
+
+
 @attrs.frozen(kw_only=True)
 class _Run:
     times: list[float]
     wall: float
     cpu: float
+    server_cpu: float | None = None
 
 
-async def _drive(call: Call, calls: int, concurrency: int) -> _Run:
+async def _drive(
+    call: Call, calls: int, concurrency: int, server: ServerClock | None = None
+) -> _Run:
     each = max(1, calls // concurrency)
     times: list[float] = []
     clock = time.perf_counter
@@ -147,6 +171,8 @@ async def _drive(call: Call, calls: int, concurrency: int) -> _Run:
             times.append(clock() - started)
 
     gc.collect()
+    # the server's clock is read outside the client's own window: its cost is not the client's
+    served = None if server is None else server()
     cpu, wall = time.process_time(), clock()
     if concurrency == 1:
         await caller()
@@ -154,21 +180,45 @@ async def _drive(call: Call, calls: int, concurrency: int) -> _Run:
         async with anyio.create_task_group() as group:
             for _ in range(concurrency):
                 group.start_soon(caller)
-    return _Run(times=times, wall=clock() - wall, cpu=time.process_time() - cpu)
+    wall, cpu = clock() - wall, time.process_time() - cpu
+    server_cpu = None if server is None or served is None else server() - served
+    return _Run(times=times, wall=wall, cpu=cpu, server_cpu=server_cpu)
 
 
 def _summary(runs: Sequence[_Run]) -> Sample:
     times = [t for run in runs for t in run.times]
+    wall = sum(run.wall for run in runs)
+    served = [run.server_cpu for run in runs]
     return Sample(
-        calls_per_second=len(times) / sum(run.wall for run in runs),
+        calls_per_second=len(times) / wall,
         p50_ms=percentile(times, 0.5) * 1000,
         p99_ms=percentile(times, 0.99) * 1000,
         cpu_us_per_call=sum(run.cpu for run in runs) / len(times) * 1e6,
+        server_cpu_share=None if None in served else sum(filter(None, served)) / wall,
     )
 
 
 SLICES = 10
-"""Into how many turns a round is cut when it is long enough (each at least ten calls a caller)."""
+"""Into how many turns a round at many callers is cut when it is long enough (each at least
+:data:`SLICE_CALLS` calls a caller)."""
+SLICE_CALLS = 10
+"""The fewest calls a caller makes in one turn at many callers: each turn there begins and ends
+with a ramp (callers starting, the last ones finishing alone), which a long turn dilutes."""
+ONE_CALLER_SLICE = 4
+"""The calls of one turn at one caller, which has no ramp: the shorter the turns, the more evenly
+a shared machine's load, which drifts within tens of milliseconds, falls on every subject. Turns
+of 4 calls (5-10 ms here) instead of 24 narrowed the spread of a round's ratio at one caller in
+9 of 10 measured cases, mostly by a third to a half (bench/NOTES.md, "This session
+(2026-12-02)")."""
+
+
+def slices_of(calls: int, concurrency: int) -> int:
+    """Into how many turns a round of ``calls`` calls at ``concurrency`` callers is cut."""
+    if concurrency == 1:
+        return max(1, calls // ONE_CALLER_SLICE)
+    return max(1, min(SLICES, calls // (concurrency * SLICE_CALLS)))
+
+
 WARM_CALLERS = 64
 """Callers that warm a subject up: enough to open a pool of 64 connections."""
 
@@ -180,22 +230,26 @@ async def compare(
     calls: int,
     concurrency: int,
     rounds: int,
+    server: ServerClock | None = None,
 ) -> list[Figure]:
     """Measure each subject in turn, round after round, each ratio against the subject named
     third (a baseline, itself measured in the same rounds); ``""`` marks a baseline.
 
-    Within a round the subjects take turns in slices (at one caller, ten of them; at many
-    callers, a slice is the round), their order reversed every other slice (counted across
-    rounds, so that rounds of one slice alternate too), so that a subject
-    and its baseline see the same machine: a shared machine's load drifts within seconds. The
+    Within a round the subjects take turns in slices (:func:`slices_of`: at one caller, of
+    :data:`ONE_CALLER_SLICE` calls; at many callers, a slice is the round at the bench's counts),
+    their order reversed every other slice (counted across rounds, so that rounds of one slice
+    alternate too), so that a subject and its baseline see the same machine: a shared machine's
+    load drifts within seconds. The
     objects alive before the rounds are frozen out of garbage collection while they run, so
     a subject pays for collecting what it makes, not for walking the whole process's heap.
+    ``server`` reads the CPU time of the server the subjects call (:meth:`Server.cpu_clock`):
+    each figure then tells how busy it was during the subject's turns.
     """
     samples: dict[str, list[Sample]] = {label: [] for label, _, _ in subjects}
     for _, call, _ in subjects:  # warm every subject up once: connections, caches, validators
         warm = min(concurrency, WARM_CALLERS)
         await sample(call, max(warm, calls // 10), warm)
-    slices = max(1, min(SLICES, calls // (concurrency * 10)))
+    slices = slices_of(calls, concurrency)
     # What is alive now (modules, clients, servers' state) is no one's garbage: frozen, it is
     # not walked by each slice's collection nor by one that falls within a subject's calls.
     gc.collect()
@@ -208,7 +262,7 @@ async def compare(
                 # callers) would otherwise run its subjects in the same order every round.
                 turn = round_index * slices + index
                 for label, call, _ in subjects if turn % 2 == 0 else subjects[::-1]:
-                    runs[label].append(await _drive(call, calls // slices, concurrency))
+                    runs[label].append(await _drive(call, calls // slices, concurrency, server))
             for label, measured in runs.items():
                 samples[label].append(_summary(measured))
     finally:
@@ -226,6 +280,9 @@ async def compare(
                 p50_ms=statistics.median(s.p50_ms for s in mine),
                 p99_ms=statistics.median(s.p99_ms for s in mine),
                 cpu_us_per_call=statistics.median(s.cpu_us_per_call for s in mine),
+                server_cpu_share=None
+                if server is None
+                else statistics.median(s.server_cpu_share or 0.0 for s in mine),
                 throughput_ratio=statistics.median(
                     m.calls_per_second / b.calls_per_second for m, b in zip(mine, base, strict=True)
                 ),
@@ -253,9 +310,9 @@ def running(
     env: dict[str, str],
     quiet: bool = False,
     start_within: float = 60.0,
-) -> Iterator[None]:
+) -> Iterator[int]:
     """Run ``command`` until the block ends, once ``ready()`` says it serves; stop it after.
-    ``quiet`` drops what it writes to stderr (a gateway's log lines)."""
+    ``quiet`` drops what it writes to stderr (a gateway's log lines). Yields its process id."""
     process = subprocess.Popen(list(command), env=env, stderr=subprocess.DEVNULL if quiet else None)
     try:
         deadline = time.monotonic() + start_within
@@ -263,7 +320,7 @@ def running(
             if process.poll() is not None or time.monotonic() > deadline:
                 raise SystemExit(f"{what} did not start")
             time.sleep(0.05)
-        yield
+        yield process.pid
     finally:
         process.terminate()
         try:
@@ -282,17 +339,38 @@ def listens(port: int) -> bool:
         return False
 
 
+@attrs.frozen
+class Server:
+    """A bench server in its own process: the loopback port it listens on, and its process."""
+
+    port: int
+    pid: int
+
+    def cpu_clock(self) -> ServerClock | None:
+        """A reader of the CPU seconds the server's process has spent so far (all its threads,
+        to the nanosecond: the process's POSIX CPU clock), or ``None`` where the platform
+        gives no such clock of another process."""
+        clock = ctypes.c_int()
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            if libc.clock_getcpuclockid(self.pid, ctypes.byref(clock)) != 0:
+                return None
+        except (AttributeError, OSError):
+            return None
+        return functools.partial(time.clock_gettime, clock.value)
+
+
 @contextlib.contextmanager
-def server_process(script: str, *arguments: str) -> Iterator[int]:
-    """Run ``bench/<script>`` in its own Python process on a free loopback port; yield the port."""
+def server_process(script: str, *arguments: str) -> Iterator[Server]:
+    """Run ``bench/<script>`` in its own Python process on a free loopback port; yield it."""
     port = free_port()
     with running(
         [sys.executable, str(HERE / script), str(port), *arguments],
         ready=lambda: listens(port),
         what=f"the bench server {script}",
         env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
-    ):
-        yield port
+    ) as pid:
+        yield Server(port=port, pid=pid)
 
 
 def best_of(function: Callable[[], object], times: int = 3) -> float:

@@ -27,4 +27,7 @@ if __name__ == "__main__":
         access_log=False,
         backlog=4096,
         timeout_keep_alive=120,
+        # uvicorn's own defaults, named, as for every bench server (see _raw_mcp_server.py).
+        http="h11",
+        loop="asyncio",
     )

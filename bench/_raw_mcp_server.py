@@ -123,4 +123,9 @@ if __name__ == "__main__":
         access_log=False,
         backlog=4096,
         timeout_keep_alive=120,
+        # uvicorn's own defaults, named: were httptools and uvloop installed, `auto` would
+        # pick them and the server's cost would change with the machine's packages. The
+        # server is not what sets the pace (bench/NOTES.md: 13-31% of a core at every level).
+        http="h11",
+        loop="asyncio",
     )

@@ -50,7 +50,8 @@ INPUT: at.JsonObject = {"text": "hi"}
 async def measure(
     mode: str, *, subjects: list[str], rounds: int, calls: int, concurrency: int, profile: bool
 ) -> None:
-    with server_process("_raw_mcp_server.py", mode) as port:
+    with server_process("_raw_mcp_server.py", mode) as server:
+        port = server.port
         url = f"http://127.0.0.1:{port}/mcp"
         async with contextlib.AsyncExitStack() as stack:
             limits = pool_limits(httpx2.Limits, POOL)

@@ -96,7 +96,8 @@ def measure(arguments: argparse.Namespace) -> None:
             ["cc", "-O2", "-shared", "-fPIC", "-o", str(library), str(where / "toggle.c")],
             check=True,
         )
-        with server_process("_raw_mcp_server.py", arguments.mode) as port:
+        with server_process("_raw_mcp_server.py", arguments.mode) as server:
+            port = server.port
             subprocess.run(
                 [
                     "valgrind",

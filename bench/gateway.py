@@ -85,7 +85,10 @@ def caller(client: httpx2.AsyncClient, url: str, tool: str) -> Call:
 
 async def run(*, scale: float, rounds: int) -> Sequence[Figure]:
     figures: list[Figure] = []
-    with server_process("_mcp_bench_server.py") as upstream, gateway_process(upstream) as port:
+    with (
+        server_process("_mcp_bench_server.py") as upstream,
+        gateway_process(upstream.port) as port,
+    ):
         for concurrency, calls in CALLS.items():
             async with httpx2.AsyncClient(
                 limits=pool_limits(httpx2.Limits, concurrency),
@@ -97,7 +100,11 @@ async def run(*, scale: float, rounds: int) -> Sequence[Figure]:
                 figures += await compare(
                     group,
                     [
-                        (direct, caller(client, f"http://127.0.0.1:{upstream}/mcp", "echo"), ""),
+                        (
+                            direct,
+                            caller(client, f"http://127.0.0.1:{upstream.port}/mcp", "echo"),
+                            "",
+                        ),
                         (
                             "through the gateway",
                             caller(client, f"http://127.0.0.1:{port}/mcp", "bench__echo"),

@@ -16,7 +16,7 @@ import httpx2
 
 import amends_toolkit as at
 from amends_toolkit import JsonObject
-from bench._harness import Call, Figure, compare, pool_limits, server_process
+from bench._harness import Call, Figure, ServerClock, compare, pool_limits, server_process
 
 OPERATION = at.http.Operation(
     definition=at.ToolDefinition(
@@ -34,15 +34,24 @@ OPERATION = at.http.Operation(
         params={"item_id": at.http.Param(location="path", name="item_id")},
     ),
 )
-CALLS = {1: 300, 64: 1_600, 512: 3_072}
+CALLS = {1: 250, 64: 1_600, 512: 3_072}
+"""Calls of each subject a round (at ``--scale 1``): 250 at one caller, where the A/A pair's
+second raw GET runs too (300 when it did not: the same calls in all)."""
 SOURCE = "at.http source, httpx2"
 THROUGH_SESSION = "Session→Toolkit→actor→at.http, httpx2"
 """The subjects the client-CPU target is about, against the raw GET over the same client."""
 AGAIN = "raw GET, httpx2, again (A/A)"
-"""A second raw GET against the first: at many callers, the measurement's own swing."""
+"""A second raw GET against the first, at every level: the measurement's own swing."""
 
 
-async def run_group(base_url: str, concurrency: int, *, scale: float, rounds: int) -> list[Figure]:
+async def run_group(
+    base_url: str,
+    concurrency: int,
+    *,
+    scale: float,
+    rounds: int,
+    server: ServerClock | None = None,
+) -> list[Figure]:
     timeout = 60.0
     async with contextlib.AsyncExitStack() as stack:
         client = await stack.enter_async_context(
@@ -80,7 +89,7 @@ async def run_group(base_url: str, concurrency: int, *, scale: float, rounds: in
         subjects: list[tuple[str, Call, str]] = [
             ("raw GET, httpx", raw, ""),
             ("raw GET, httpx2", raw2, ""),
-            *([(AGAIN, raw2, "raw GET, httpx2")] if concurrency > 1 else []),
+            (AGAIN, raw2, "raw GET, httpx2"),
             ("at.http source, httpx", lambda: source.call("get_item", item), "raw GET, httpx"),
             (SOURCE, lambda: source2.call("get_item", item), "raw GET, httpx2"),
             (
@@ -97,14 +106,19 @@ async def run_group(base_url: str, concurrency: int, *, scale: float, rounds: in
             calls=int(CALLS[concurrency] * scale),
             concurrency=concurrency,
             rounds=rounds,
+            server=server,
         )
 
 
 async def run(*, scale: float, rounds: int) -> Sequence[Figure]:
     figures: list[Figure] = []
-    with server_process("_http_bench_server.py") as port:
+    with server_process("_http_bench_server.py") as server:
         for concurrency in CALLS:
             figures += await run_group(
-                f"http://127.0.0.1:{port}", concurrency, scale=scale, rounds=rounds
+                f"http://127.0.0.1:{server.port}",
+                concurrency,
+                scale=scale,
+                rounds=rounds,
+                server=server.cpu_clock(),
             )
     return figures

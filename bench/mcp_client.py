@@ -27,7 +27,7 @@ from mcp import Client
 from pydantic_ai.mcp import MCPToolset
 
 import amends_toolkit as at
-from bench._harness import Call, Figure, compare, pool_limits, server_process
+from bench._harness import Call, Figure, ServerClock, compare, pool_limits, server_process
 
 MODERN_HEADERS = {
     "Accept": "application/json, text/event-stream",
@@ -45,13 +45,14 @@ OURS = "at.mcp.http, httpx2"
 THROUGH_SESSION = "Session→Toolkit→actor→at.mcp.http, httpx2"
 SDK = "official SDK mcp.Client"
 AGAIN = "bare JSON-RPC, httpx2, again (A/A)"
-"""A second bare client against the first: at many callers, the measurement's own swing."""
+"""A second bare client against the first, at every level: the measurement's own swing."""
 
 
 def calls_for(concurrency: int, scale: float) -> int:
-    # At one caller subjects differ by a tenth of a millisecond a call: enough calls that each
-    # of a round's ten slices holds a few dozen.
-    return int({1: 600, 64: 1_600, 512: 3_072}[concurrency] * scale)
+    # At one caller subjects differ by a tenth of a millisecond a call: enough calls for a few
+    # dozen slices of ONE_CALLER_SLICE each (520, not 600, since the A/A pair's second bare
+    # client runs at one caller too: the same calls in all).
+    return int({1: 520, 64: 1_600, 512: 3_072}[concurrency] * scale)
 
 
 @contextlib.asynccontextmanager
@@ -95,7 +96,15 @@ async def bare_client(
 
 
 async def run_group(
-    server: str, url: str, mode: str, concurrency: int, *, scale: float, rounds: int, others: bool
+    server: str,
+    url: str,
+    mode: str,
+    concurrency: int,
+    *,
+    scale: float,
+    rounds: int,
+    others: bool,
+    clock: ServerClock | None = None,
 ) -> list[Figure]:
     # Callers share a pool of at most 64 connections, as a host would hold one.
     timeout = 60.0
@@ -126,7 +135,7 @@ async def run_group(
         subjects: list[tuple[str, Call, str]] = [
             ("bare JSON-RPC, httpx", bare, ""),
             ("bare JSON-RPC, httpx2", bare2, ""),
-            *([(AGAIN, again, "bare JSON-RPC, httpx2")] if concurrency > 1 else []),
+            (AGAIN, again, "bare JSON-RPC, httpx2"),
             (
                 "at.mcp.http, httpx",
                 lambda: source.call("echo", {"text": "hi"}),
@@ -180,20 +189,28 @@ async def run_group(
             calls=calls_for(concurrency, scale),
             concurrency=concurrency,
             rounds=rounds,
+            server=clock,
         )
 
 
 async def run(*, scale: float, rounds: int) -> Sequence[Figure]:
     figures: list[Figure] = []
     for mode in ("stateless", "session"):
-        with server_process("_raw_mcp_server.py", mode) as port:
-            url = f"http://127.0.0.1:{port}/mcp"
+        with server_process("_raw_mcp_server.py", mode) as raw:
+            url = f"http://127.0.0.1:{raw.port}/mcp"
             for concurrency in CONCURRENCY:
                 figures += await run_group(
-                    "raw", url, mode, concurrency, scale=scale, rounds=rounds, others=True
+                    "raw",
+                    url,
+                    mode,
+                    concurrency,
+                    scale=scale,
+                    rounds=rounds,
+                    others=True,
+                    clock=raw.cpu_clock(),
                 )
-    with server_process("_mcp_bench_server.py") as port:
-        url = f"http://127.0.0.1:{port}/mcp"
+    with server_process("_mcp_bench_server.py") as sdk:
+        url = f"http://127.0.0.1:{sdk.port}/mcp"
         for concurrency in (1, 64):
             figures += await run_group(
                 "official SDK",
@@ -203,5 +220,6 @@ async def run(*, scale: float, rounds: int) -> Sequence[Figure]:
                 scale=scale / 2,
                 rounds=rounds,
                 others=True,
+                clock=sdk.cpu_clock(),
             )
     return figures
