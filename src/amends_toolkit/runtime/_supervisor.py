@@ -222,8 +222,9 @@ class Runtime:
             max_concurrency: Calls that run at once inside the actor; more wait in the mailbox.
                 Keep it above the connections of the client a source sends over (the default
                 is above httpx's 100): then calls beyond them wait in the client's pool, which
-                hands a connection freed to the next request at once; at or below them the
-                mailbox is the queue, and each connection waits idle between two calls.
+                hands a connection freed to the next request at once (within the client's
+                pool timeout); at or below them the mailbox is the queue, and each connection
+                waits idle between two calls.
             mailbox_size: Requests that wait; beyond it a caller waits to send (backpressure).
             call_timeout: Seconds a request may take before it ends as ``UnavailableError``.
             restart: When a child that ends by itself is restarted.
