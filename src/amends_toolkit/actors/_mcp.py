@@ -685,7 +685,9 @@ def http(
         on_list_changed: Called each time the server says its tools changed
             (``notifications/tools/list_changed``), so that a host discovers again; it must
             not block. With it, the source holds a stream of the server's notifications open
-            while its actor runs (``subscriptions/listen``, or a session's GET stream).
+            while its actor runs (``subscriptions/listen``, or a session's GET stream), on one
+            of ``client``'s connections: a pool of ``n`` connections then carries ``n - 1``
+            calls at once.
 
         max_answer_bytes: The most bytes (inflated) of one answer: a JSON body, or one line or
             event of a stream; reading stops there. A call answered with more fails as
