@@ -7,7 +7,6 @@ import pytest
 
 import amends_toolkit as at
 from amends_toolkit.runtime import ActorRef, Restart, Runtime, ToolSource
-from amends_toolkit.runtime._supervisor import MAX_CONCURRENCY
 
 from .sources import Crashing, Scripted
 
@@ -234,26 +233,6 @@ async def test_a_flood_of_calls_meets_backpressure_from_the_mailbox() -> None:
             assert source.started == 2
             source.release.set()
         assert source.started == 20
-
-
-@pytest.mark.both_backends
-async def test_by_default_more_calls_run_at_once_than_a_clients_pool_has_connections() -> None:
-    # Calls beyond a client's connections are best queued by its pool, which hands a freed
-    # connection straight to the next request: the actor's default bound lies above the pool
-    # of httpx's and httpx2's default client (100), and is still a bound.
-    assert MAX_CONCURRENCY > 100
-    source = Scripted()
-    async with Runtime() as runtime:
-        ref = await runtime.spawn(source)
-        async with anyio.create_task_group() as tasks:
-            for _ in range(MAX_CONCURRENCY + 1):
-                tasks.start_soon(ref.call, "wait", {})
-            await anyio.wait_all_tasks_blocked()
-            assert source.started == MAX_CONCURRENCY == 256
-            assert ref.statistics().in_flight == MAX_CONCURRENCY
-            assert ref.statistics().queued == 1
-            source.release.set()
-        assert source.started == MAX_CONCURRENCY + 1
 
 
 async def test_spawn_refuses_bad_options_at_once() -> None:

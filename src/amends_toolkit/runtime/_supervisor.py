@@ -89,15 +89,6 @@ GiveUp: TypeAlias = "Callable[[ActorRef, BaseException], Awaitable[None] | None]
 
 _POLICIES = ("permanent", "transient", "temporary")
 
-MAX_CONCURRENCY = 256
-"""``spawn``'s default ``max_concurrency``: above the connections of an HTTP client's pool
-(httpx's and httpx2's default 100), so that the pool, not the mailbox, queues the calls beyond
-them. A pool hands a connection freed to the next request it holds at once; with the mailbox as
-the queue a connection waits idle from one call's end to the next call's send, probed by every
-pass of the pool meanwhile, and requests reach the server one by one: at 512 callers over a
-pool of 64, a server on the same machine was woken 0.9 times a call against 0.25
-(``bench/NOTES.md``, "the client's pool as the queue", 2026-12-02)."""
-
 
 @attrs.frozen(kw_only=True)
 class Restart:
@@ -206,7 +197,7 @@ class Runtime:
         self,
         source: ToolSource | SourceFactory,
         *,
-        max_concurrency: int = MAX_CONCURRENCY,
+        max_concurrency: int = 64,
         mailbox_size: int = 256,
         call_timeout: float | None = None,
         restart: Restart = _RESTART,
@@ -220,11 +211,9 @@ class Runtime:
                 its state in its lifespan, as the built-in ones do, starts each incarnation
                 fresh), or a function that builds a new source, called for each incarnation.
             max_concurrency: Calls that run at once inside the actor; more wait in the mailbox.
-                Keep it above the connections of the client a source sends over (the default
-                is above httpx's 100): then calls beyond them wait in the client's pool, which
-                hands a connection freed to the next request at once (within the client's
-                pool timeout); at or below them the mailbox is the queue, and each connection
-                waits idle between two calls.
+                Set above the connections of the client a source sends over, the calls
+                beyond them wait in the client's pool (under its pool timeout) instead; see
+                README, "max_concurrency and the client's pool".
             mailbox_size: Requests that wait; beyond it a caller waits to send (backpressure).
             call_timeout: Seconds a request may take before it ends as ``UnavailableError``.
             restart: When a child that ends by itself is restarted.
