@@ -208,8 +208,7 @@ ONE_CALLER_SLICE = 4
 """The calls of one turn at one caller, which has no ramp: the shorter the turns, the more evenly
 a shared machine's load, which drifts within tens of milliseconds, falls on every subject. Turns
 of 4 calls (5-10 ms here) instead of 24 narrowed the spread of a round's ratio at one caller in
-9 of 10 measured cases, mostly by a third to a half (bench/NOTES.md, "This session
-(2026-12-02)")."""
+9 of 10 measured cases, by 12-53% (bench/NOTES.md, "This session (2026-12-02)")."""
 
 
 def slices_of(calls: int, concurrency: int) -> int:

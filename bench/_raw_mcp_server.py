@@ -125,7 +125,7 @@ if __name__ == "__main__":
         timeout_keep_alive=120,
         # uvicorn's own defaults, named: were httptools and uvloop installed, `auto` would
         # pick them and the server's cost would change with the machine's packages. The
-        # server is not what sets the pace (bench/NOTES.md: 13-31% of a core at every level).
+        # server is not what sets the pace (the report's busy column: 12-35% of a core).
         http="h11",
         loop="asyncio",
     )
