@@ -388,6 +388,7 @@ async def test_a_broken_session_stream_is_resumed_with_get_and_last_event_id_aft
 
 
 @pytest.mark.anyio
+@pytest.mark.both_backends
 @pytest.mark.parametrize("asked", [None, "br, gzip", "gzip"])
 @pytest.mark.parametrize("modern", [True, False])
 async def test_only_the_codings_the_source_reads_are_asked_for(

@@ -160,6 +160,7 @@ class _Recorded(httpx.AsyncByteStream):
 
 
 @pytest.mark.anyio
+@pytest.mark.both_backends
 @pytest.mark.parametrize("leaving", ["read", "unread", "raised"])
 async def test_a_response_sent_without_the_clients_generator_is_closed_on_leaving(
     leaving: str,
