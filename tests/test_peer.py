@@ -93,6 +93,47 @@ def test_a_request_adds_what_neither_its_source_nor_its_client_set(module: objec
     client.close()
 
 
+@pytest.mark.parametrize("module", [httpx, httpx2])
+def test_what_a_source_sent_on_one_request_is_not_taken_as_its_own_on_the_next(
+    module: object,
+) -> None:
+    # The source's values are remembered from one request to the next (a source sends the same
+    # ones again and again): a value it sent before and not now is a hook's when a request has it.
+    client = module.Client()  # type: ignore[attr-defined]
+    secrets = ClientSecrets(client)
+
+    def answered(headers: dict[str, str], sent: list[str]) -> Secrets:
+        request = module.Request("POST", "https://host/mcp", headers=headers)  # type: ignore[attr-defined]
+        return secrets.current(module.Response(200, request=request), sent)  # type: ignore[attr-defined]
+
+    assert not answered({"X-Tenant": "tenant-abc123"}, ["tenant-abc123"])
+    later = answered({"X-Signature": "tenant-abc123", "Mcp-Name": "echo-tool"}, ["echo-tool"])
+    assert later.redact("tenant-abc123 echo-tool") == "[redacted] echo-tool"
+    client.close()
+
+
+def test_a_sent_value_that_is_no_ascii_is_compared_as_text() -> None:
+    # Only an ASCII value is compared as its bytes; any other (a lone surrogate from an input's
+    # query value has no bytes at all) is compared once decoded, as before.
+    client = httpx.Client()
+    request = httpx.Request("GET", "https://host/items", headers={"X-Key": "key-added-9999"})
+    secrets = ClientSecrets(client).current(httpx.Response(200, request=request), ["\ud800x", "é"])
+    assert secrets.redact("key-added-9999") == "[redacted]"
+    client.close()
+
+
+def test_the_headers_remembered_as_no_secret_stay_bounded() -> None:
+    # A client's own headers (Content-Length, Host) are remembered as no secret, name and value,
+    # and a body of a new length each time must not make that memory grow without end.
+    client = httpx.Client()
+    secrets = ClientSecrets(client)
+    for length in range(1_000):
+        request = httpx.Request("POST", f"https://host-{length}/mcp", content=b"x" * length)
+        assert not secrets.current(httpx.Response(200, request=request))
+    assert len(secrets._plain) <= 64  # the bound itself
+    client.close()
+
+
 def test_the_cut_keeps_the_limit() -> None:
     assert cut("  short  ") == "short"
     long = "a" * 1000

@@ -154,6 +154,8 @@ _NOT_SENT_SECRET: Final = _NOT_SECRET | {"cookie"}
 """Headers of a request that carry no secret of the host's: those a client sets by itself, and
 ``Cookie`` (see :class:`ClientSecrets`)."""
 _NOT_SENT_SECRET_RAW: Final = frozenset(name.encode() for name in _NOT_SENT_SECRET)
+_MAX_PLAIN: Final = 64
+"""The most headers (name and value) of a client's requests remembered as carrying no secret."""
 
 _PATH_TOKEN: Final = re.compile(r"(?=[^/]*[0-9])(?=[^/]*[A-Za-z])[^/]{16,}")
 """A segment of an address's path that is a token, a key or an id, no word: 16 characters or
@@ -178,7 +180,18 @@ class ClientSecrets:
     :data:`_PATH_TOKEN`).
     """
 
-    __slots__ = ("_also", "_client", "_params", "_raw", "_secrets", "_sent")
+    __slots__ = (
+        "_also",
+        "_client",
+        "_ours",
+        "_ours_raw",
+        "_ours_set",
+        "_params",
+        "_plain",
+        "_raw",
+        "_secrets",
+        "_sent",
+    )
 
     def __init__(self, client: object, url: str = "") -> None:
         self._client = client
@@ -195,6 +208,10 @@ class ClientSecrets:
         self._params: object = None
         self._sent: tuple[str, ...] = ()
         self._secrets = NO_SECRETS
+        self._ours: tuple[str, ...] = ()
+        self._ours_set: frozenset[str] = frozenset()
+        self._ours_raw: frozenset[bytes] = frozenset()
+        self._plain: set[tuple[bytes, bytes]] = set()
 
     def current(self, response: object = None, sent: Iterable[str] = ()) -> Secrets:
         """The client's secrets now, with those of the request ``response`` answers beyond the
@@ -205,7 +222,7 @@ class ClientSecrets:
         # A redirect's query is the server's: the first request's is what auth or a hook set.
         history = getattr(response, "history", None)
         first = getattr(history[0], "request", None) if history else request
-        added = _added(request, first, sent)
+        added = self._added(request, first, sent)
         if not isinstance(raw, list):
             return Secrets.of_client(self._client, self._also + added)
         if raw != self._raw or params is not self._params or added != self._sent:
@@ -213,31 +230,48 @@ class ClientSecrets:
             self._secrets = Secrets.of_client(self._client, self._also + added)
         return self._secrets
 
+    def _added(self, request: object, first: object, sent: Iterable[str]) -> tuple[str, ...]:
+        """The values of a request's headers, and of the query of the ``first`` request before
+        any redirect, that neither its source (``sent``) nor the client set by itself: what the
+        client's ``auth`` or an event hook put on it.
 
-def _added(request: object, first: object, sent: Iterable[str]) -> tuple[str, ...]:
-    """The values of a request's headers, and of the query of the ``first`` request before any
-    redirect, that neither its source (``sent``) nor the client set by itself: what the
-    client's ``auth`` or an event hook put on it.
-
-    Headers are read from their raw bytes, the names compared as bytes and only the other values
-    decoded (as the headers decode them, when one is not ASCII): a request's headers are new
-    each time, and decoding all of them (``multi_items``) cost more than the rest of the rule.
-    The query is read only when there is one.
-    """
-    headers = getattr(request, "headers", None)
-    raw = getattr(headers, "raw", None)
-    if not isinstance(raw, list):
-        return ()
-    ours = set(sent)
-    added: list[str] = []
-    for name, value in raw:
-        if name.lower() in _NOT_SENT_SECRET_RAW:
-            continue
-        text = value.decode("ascii" if value.isascii() else getattr(headers, "encoding", "utf-8"))
-        if text not in ours:
-            added.append(text)
-    url = getattr(first, "url", None)
-    query = getattr(url, "params", None) if getattr(url, "query", None) else None
-    if query is not None:
-        added += [value for _, value in query.multi_items() if value not in ours]
-    return tuple(added)
+        Headers are read from their raw bytes and only the values that are neither the source's
+        nor under a name a client sets by itself are decoded (as the headers decode them, when
+        one is not ASCII): a request's headers are new each time, and decoding all of them
+        (``multi_items``) cost more than the rest of the rule. A value the source sent is
+        compared as bytes when it is ASCII (its own bytes in any header encoding); a header
+        under such a name (``Host``, ``Content-Length``) is remembered, name and value, so the
+        next request's same header is passed over by one look-up (at most :data:`_MAX_PLAIN`
+        remembered). The query is read only when there is one.
+        """
+        headers = getattr(request, "headers", None)
+        raw = getattr(headers, "raw", None)
+        if not isinstance(raw, list):
+            return ()
+        ours = tuple(sent)
+        if ours != self._ours:
+            self._ours, self._ours_set = ours, frozenset(ours)
+            self._ours_raw = frozenset(value.encode() for value in ours if value.isascii())
+        ours_raw, plain = self._ours_raw, self._plain
+        added: list[str] = []
+        for pair in raw:
+            if pair in plain:
+                continue
+            name, value = pair
+            if value in ours_raw:
+                continue
+            if name.lower() in _NOT_SENT_SECRET_RAW:
+                if len(plain) >= _MAX_PLAIN:
+                    plain.clear()
+                plain.add(pair)
+                continue
+            text = value.decode(
+                "ascii" if value.isascii() else getattr(headers, "encoding", "utf-8")
+            )
+            if text not in self._ours_set:
+                added.append(text)
+        url = getattr(first, "url", None)
+        query = getattr(url, "params", None) if getattr(url, "query", None) else None
+        if query is not None:
+            added += [value for _, value in query.multi_items() if value not in self._ours_set]
+        return tuple(added)

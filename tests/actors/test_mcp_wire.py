@@ -388,6 +388,38 @@ async def test_a_broken_session_stream_is_resumed_with_get_and_last_event_id_aft
 
 
 @pytest.mark.anyio
+@pytest.mark.both_backends
+@pytest.mark.parametrize("asked", [None, "br, gzip", "gzip"])
+@pytest.mark.parametrize("modern", [True, False])
+async def test_only_the_codings_the_source_reads_are_asked_for(
+    asked: str | None, modern: bool
+) -> None:
+    # Whatever the client asks for by itself (its default is gzip and deflate), every POST and
+    # a resumed stream's GET ask for gzip and deflate, once (a DELETE reads no body).
+    def call(body: JsonObject, _: httpx.Request) -> httpx.Response:
+        if modern:
+            return result(body, {"content": []})
+        return sse("id: ev-1\r\nretry: 0\r\ndata: \r\n\r\n")
+
+    def get(body: JsonObject, request: httpx.Request) -> httpx.Response:
+        return sse(f"id: ev-2\r\n{message({'jsonrpc': '2.0', 'id': 3, 'result': {'content': []}})}")
+
+    handlers: dict[str, Handler] = {"tools/call": call, "GET": get}
+    server = Server(handlers) if modern else session_server(handlers)
+    client = httpx.AsyncClient(
+        transport=httpx.MockTransport(server),
+        headers={} if asked is None else {"Accept-Encoding": asked},
+    )
+    src = at.mcp.http(name="s", url=URL, client=client, timeout=60.0)
+    async with client, src.lifespan():
+        assert await src.call("echo", {}) == []
+    assert "GET" in server.methods() or modern
+    for request, _ in server.requests:
+        if request.method != "DELETE":
+            assert request.headers.get_list("accept-encoding") == ["gzip, deflate"]
+
+
+@pytest.mark.anyio
 async def test_a_stateless_stream_that_ends_without_the_answer_is_unavailable() -> None:
     server = Server(
         {

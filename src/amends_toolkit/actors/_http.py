@@ -66,9 +66,12 @@ from amends_toolkit._peer import MAX_MODEL_TEXT, ClientSecrets, Secrets, cut
 from amends_toolkit.actors._limits import check_limits, check_seconds
 from amends_toolkit.protocols._body import (
     ACCEPT_ENCODING,
+    AnswerTooLarge,
     RawResponse,
     UnreadableCoding,
-    decoded_chunks,
+    asks_codings,
+    read_bounded,
+    read_pieces,
 )
 from amends_toolkit.protocols.http import (
     MAX_BODY_SIZE,
@@ -80,6 +83,7 @@ from amends_toolkit.protocols.http import (
     build_request,
     charset,
     check_client,
+    client_stream,
     client_url,
     join_url,
     network_failure,
@@ -177,6 +181,8 @@ class HttpSource:
         self._operations = {operation.definition.name: operation for operation in operations}
         self._definitions = tuple(operation.definition for operation in operations)
         self._client = client
+        # How a request is sent: the client's stream, or the same without its generator.
+        self._stream = client_stream(client, client.stream)
         # An operation without placeholders always goes to one URL: parsed once, the client's own.
         self._targets = {
             operation.definition.name: client_url(client, join_url(base_url, path))
@@ -247,9 +253,8 @@ class HttpSource:
         if query:
             own_query = set(client.params)
             query = [(k, v) for k, v in query if k not in own_query]
-        # Only the codings read here; a client that asks for just those (httpx's default) is not
-        # given the header again, which its headers would merge in at some cost.
-        if client.headers.get("accept-encoding") != ACCEPT_ENCODING:
+        # Only the codings read here (given only when the client does not ask for just those).
+        if asks_codings(client):
             headers = [*headers, ("Accept-Encoding", ACCEPT_ENCODING)]
         try:
             with anyio.move_on_after(self._timeout):
@@ -279,7 +284,7 @@ class HttpSource:
         headers: list[tuple[str, str]],
         query: list[tuple[str, str]],
     ) -> JsonValue:
-        async with self._client.stream(
+        async with self._stream(
             wire.method,
             self._targets.get(tool, wire.url),
             content=wire.content,
@@ -353,33 +358,19 @@ class _Read(BoundedText):
 
 async def _read_bytes(response: Response, limit: int) -> bytes | None:
     """The body, or ``None`` as soon as it is longer than ``limit`` bytes."""
-    chunks: list[bytes] = []
-    size = 0
     # Inflated a piece at a time, as any answer is: a compressed bomb stops at the limit.
-    pieces = decoded_chunks(response)
     try:
-        async for chunk in pieces:
-            size += len(chunk)
-            if size > limit:
-                return None
-            chunks.append(chunk)
-    finally:
-        await pieces.aclose()
-    return b"".join(chunks)
+        return await read_bounded(response, limit)
+    except AnswerTooLarge:
+        return None
 
 
 async def _read(response: Response, limit: int, content_type: str | None) -> _Read:
     body = _Read(limit=limit, encoding=charset(content_type))
-    chunks = decoded_chunks(response)
-    try:
-        async for chunk in chunks:
-            if not body.feed(chunk):
-                body.too_long = True
-                return body
-            if body.undecodable:
-                return body
-    finally:
-        await chunks.aclose()
+    # Each piece read stops the reading once the text is too long or cannot be decoded.
+    if not await read_pieces(response, lambda piece: body.feed(piece) and not body.undecodable):
+        body.too_long = not body.undecodable
+        return body
     body.too_long = not body.close()
     return body
 

@@ -13,7 +13,7 @@ import zlib
 from typing import TYPE_CHECKING, Final, Protocol
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Mapping
+    from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Mapping
 
 __all__ = (
     "ACCEPT_ENCODING",
@@ -21,8 +21,10 @@ __all__ = (
     "AnswerTooLarge",
     "RawResponse",
     "UnreadableCoding",
+    "asks_codings",
     "decoded_chunks",
     "read_bounded",
+    "read_pieces",
 )
 
 CHUNK: Final = 64 * 1024
@@ -30,6 +32,16 @@ CHUNK: Final = 64 * 1024
 
 ACCEPT_ENCODING: Final = "gzip, deflate"
 """The codings a request accepts: those read here, a piece at a time."""
+
+
+def asks_codings(client: object) -> bool:
+    """Whether a request over ``client`` must carry ``Accept-Encoding: gzip, deflate`` itself:
+    not when the client's own headers ask for just those (httpx's default), which the client
+    sends anyway; giving the header again costs a merge into the client's headers on every
+    request."""
+    headers = getattr(client, "headers", None)
+    own = headers.get("accept-encoding") if headers is not None else None
+    return own != ACCEPT_ENCODING
 
 
 class AnswerTooLarge(Exception):
@@ -107,6 +119,28 @@ async def read_bounded(response: RawResponse, limit: int) -> bytes:
     finally:
         await _close(raws)
     return parts[0] if len(parts) == 1 else b"".join(parts)
+
+
+async def read_pieces(response: RawResponse, take: Callable[[bytes], bool]) -> bool:
+    """Give the body's pieces, as :func:`decoded_chunks` makes them, to ``take`` until it
+    returns ``False``; ``True`` when it took the whole body, ``False`` when reading stopped
+    there (nothing more was read).
+
+    Raises:
+        UnreadableCoding: as for :func:`decoded_chunks`.
+    """
+    # decoded_chunks' loop, inlined as in read_bounded: no generator on every answer read.
+    raws, inflater = _raw_body(response)
+    try:
+        async for raw in raws:
+            for piece in (raw,) if inflater is None else inflater.feed(raw):
+                if not take(piece):
+                    return False
+        if inflater is not None and (tail := inflater.flush()):
+            return take(tail)
+    finally:
+        await _close(raws)
+    return True
 
 
 def _raw_body(response: RawResponse) -> tuple[AsyncIterator[bytes], _Inflater | None]:

@@ -1,7 +1,8 @@
 """The host's client as the HTTP-speaking sources take it: a sync client is refused when the source
 is built, with the fix; a request that does not reach the server tells the host where it went
 and why (a refused connection, a name that does not resolve), never the model; and an MCP
-endpoint that is not there (a 404 on ``initialize``) is a wrong url, not a retryable outage.
+endpoint that is not there (a 404 on ``initialize``) is a wrong url, not a retryable outage; a
+library client's requests are sent without its ``stream`` generator, and closed all the same.
 
 The network is real: a port bound on 127.0.0.1 that does not listen refuses, and a name under
 ``.invalid`` (RFC 2606) never resolves, without any packet leaving the machine.
@@ -9,8 +10,9 @@ The network is real: a port bound on 127.0.0.1 that does not listen refuses, and
 
 from __future__ import annotations
 
+import contextlib
 import socket
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 
 import httpx
 import httpx2
@@ -19,7 +21,7 @@ from mcp.server import MCPServer
 
 import amends_toolkit as at
 from amends_toolkit.actors._mcp import McpHttpSource
-from amends_toolkit.protocols.http import network_failure, where
+from amends_toolkit.protocols.http import client_stream, network_failure, where
 
 Build = Callable[[str, object], at.ToolSource]
 
@@ -142,3 +144,55 @@ async def test_an_mcp_url_that_is_not_there_is_a_mistake_not_an_outage() -> None
         "message": "The tool source gave an answer that could not be read.",
         "retryable": False,
     }
+
+
+class _Recorded(httpx.AsyncByteStream):
+    """A response body that records whether it was closed."""
+
+    def __init__(self, closed: list[bool]) -> None:
+        self._closed = closed
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        yield b'{"a": 1}'
+
+    async def aclose(self) -> None:
+        self._closed.append(True)
+
+
+@pytest.mark.anyio
+@pytest.mark.both_backends
+@pytest.mark.parametrize("leaving", ["read", "unread", "raised"])
+async def test_a_response_sent_without_the_clients_generator_is_closed_on_leaving(
+    leaving: str,
+) -> None:
+    closed: list[bool] = []
+    answer = lambda _: httpx.Response(200, stream=_Recorded(closed))  # noqa: E731
+    async with httpx.AsyncClient(transport=httpx.MockTransport(answer)) as client:
+        opens = client_stream(client, client.stream)
+        assert opens is not client.stream  # the library's own client: no generator
+        with pytest.raises(KeyError) if leaving == "raised" else contextlib.nullcontext():
+            async with opens("GET", "http://host/x", headers={"X-A": "1"}) as response:
+                assert response.status_code == 200
+                assert response.request.headers["x-a"] == "1"
+                if leaving == "read":
+                    assert [chunk async for chunk in response.aiter_raw()] == [b'{"a": 1}']
+                elif leaving == "raised":
+                    raise KeyError
+    assert closed == [True]
+
+
+@pytest.mark.parametrize("module", [httpx, httpx2])
+@pytest.mark.parametrize("method", ["stream", "build_request", "send"])
+def test_a_client_with_its_own_way_of_sending_is_given_its_own_stream(
+    module: object, method: str
+) -> None:
+    base = module.AsyncClient  # type: ignore[attr-defined]
+    own = type("Own", (base,), {method: lambda self, *a, **k: getattr(base, method)(self, *a, **k)})
+    patched = base()
+    # set on the instance, as a test's recorder is
+    setattr(patched, method, lambda *a, **k: getattr(base, method)(patched, *a, **k))
+    for client in (own(), patched):
+        assert client_stream(client, client.stream) == client.stream
+    assert client_stream(base(), base().stream) != base().stream
+    stream = contextlib.nullcontext
+    assert client_stream(object(), stream) is stream  # any other client: its own

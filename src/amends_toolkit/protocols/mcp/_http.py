@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Awaitable, Callable, Mapping
+from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Final, Protocol
 from urllib.parse import parse_qsl, urlsplit
 
@@ -33,10 +34,11 @@ from amends_toolkit.protocols._body import (
     AnswerTooLarge,
     RawResponse,
     UnreadableCoding,
+    asks_codings,
     decoded_chunks,
     read_bounded,
 )
-from amends_toolkit.protocols.http import client_url, network_failure, outcome
+from amends_toolkit.protocols.http import client_stream, client_url, network_failure, outcome
 from amends_toolkit.protocols.mcp._jsonrpc import (
     ErrorResponse,
     Message,
@@ -51,8 +53,6 @@ from amends_toolkit.protocols.mcp._jsonrpc import (
 from amends_toolkit.protocols.mcp._sse import SseParser
 
 if TYPE_CHECKING:
-    from contextlib import AbstractAsyncContextManager
-
     from amends_toolkit._json import JsonObject
 
 __all__ = (
@@ -83,11 +83,9 @@ MAX_LISTEN_EVENT: Final = 65_536
 """The most bytes one event of a listening stream may take (a notification is small)."""
 DEFAULT_RETRY_DELAY: Final = 1.0
 """The wait before resuming when the stream gave no ``retry``."""
-_POST_HEADERS: Final = {
-    "Accept": ACCEPT,
-    "Accept-Encoding": ACCEPT_ENCODING,
-    "Content-Type": "application/json",
-}
+_POST_HEADERS: Final = {"Accept": ACCEPT, "Content-Type": "application/json"}
+"""A POST's own headers, with ``Accept-Encoding`` when the client's own does not ask for just the
+codings read here (see :func:`~amends_toolkit.protocols._body.asks_codings`)."""
 
 
 class HttpResponse(RawResponse, Protocol):
@@ -186,6 +184,16 @@ class HttpWire:
     )
     """``url`` as the client's own URL, parsed once (see
     :func:`~amends_toolkit.protocols.http.client_url`)."""
+    opens: Callable[..., AbstractAsyncContextManager[HttpResponse]] = attrs.field(
+        init=False,
+        eq=False,
+        repr=False,
+        default=attrs.Factory(
+            lambda wire: client_stream(wire.client, wire.client.stream), takes_self=True
+        ),
+    )
+    """How a request is sent: the client's ``stream``, or the same without its generator (see
+    :func:`~amends_toolkit.protocols.http.client_stream`)."""
     query: tuple[tuple[str, str], ...] = attrs.field(
         init=False,
         eq=False,
@@ -206,7 +214,7 @@ class HttpWire:
         client's own ``params`` when it has some: ``url``'s query is then given again, so that
         both are sent (the URL's value wins where both name one)."""
         if self.query and getattr(self.client, "params", None):
-            return self.client.stream(
+            return self.opens(
                 method,
                 self.target,
                 content=content,
@@ -214,9 +222,7 @@ class HttpWire:
                 timeout=timeout,
                 params=self.query,
             )
-        return self.client.stream(
-            method, self.target, content=content, headers=headers, timeout=timeout
-        )
+        return self.opens(method, self.target, content=content, headers=headers, timeout=timeout)
 
     async def post(
         self,
@@ -243,6 +249,8 @@ class HttpWire:
             id_ if "method" in message and isinstance(id_, int | str) else None
         )
         sent = {**_POST_HEADERS, **headers}
+        if asks_codings(self.client):
+            sent["Accept-Encoding"] = ACCEPT_ENCODING
         try:
             async with self._stream(
                 "POST", sent, encode(message), timeout=self.timeout
@@ -403,10 +411,11 @@ class HttpWire:
             await anyio.sleep(min(delay, MAX_RETRY_DELAY))
             sent = {
                 "Accept": "text/event-stream",
-                "Accept-Encoding": ACCEPT_ENCODING,
                 **headers,
                 "Last-Event-ID": parser.last_event_id,
             }
+            if asks_codings(self.client):
+                sent["Accept-Encoding"] = ACCEPT_ENCODING
             _log.debug("mcp.stream_resumed")
             try:
                 async with self._stream("GET", sent, timeout=self.timeout) as response:

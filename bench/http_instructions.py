@@ -1,0 +1,151 @@
+"""Instructions per HTTP-source call, counted by valgrind's callgrind: a raw ``client.get`` reading
+the JSON answer against the ``at.http`` source and ``Session -> Toolkit -> actor -> source``,
+over one ``httpx2`` client, against ``bench/_http_bench_server.py`` (in its own process, not
+counted). The HTTP counterpart of :mod:`bench.client_instructions` (see its docstring for how a
+turn is counted); not part of ``python -m bench``; it needs ``valgrind`` and a C compiler.
+
+    python -m bench.http_instructions [--concurrency 1] [--calls 512] [--repeats 2]
+
+Subjects as in :mod:`bench.http_source`: ``GET /items/7`` raw, the source's
+``call("get_item", {"item_id": "7"})`` (path ``/items/{item_id}``), and the whole path.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import ctypes
+import gc
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import anyio
+import httpx2
+
+import amends_toolkit as at
+from amends_toolkit import JsonObject
+from bench._harness import POOL, Call, pool_limits, server_process
+from bench.client_cpu import turn
+from bench.client_instructions import TOGGLE
+from bench.http_source import OPERATION
+
+SUBJECTS = ("raw", "source", "session-actor")
+ITEM: JsonObject = {"item_id": "7"}
+
+
+async def counted(arguments: argparse.Namespace) -> None:
+    """The client under callgrind: each subject's turns, each counted alone."""
+    toggle = ctypes.CDLL(arguments.toggle)
+    base_url = f"http://127.0.0.1:{arguments.port}"
+    timeout = 3600.0
+    async with contextlib.AsyncExitStack() as stack:
+        limits = pool_limits(httpx2.Limits, POOL)
+        client = await stack.enter_async_context(
+            httpx2.AsyncClient(base_url=base_url, timeout=timeout, limits=limits)
+        )
+        source = at.http.make(
+            name="api", base_url=base_url, operations=[OPERATION], client=client, timeout=timeout
+        )
+        runtime = await stack.enter_async_context(at.Runtime())
+        ref = await runtime.spawn(
+            at.http.make(
+                name="api",
+                base_url=base_url,
+                operations=[OPERATION],
+                client=client,
+                timeout=timeout,
+            )
+        )
+        toolkit = at.assemble([at.Member(ref, await ref.discover())], lambda _, __: "allow")
+        session = await stack.enter_async_context(at.Session(toolkit, approve=lambda _, __: False))
+
+        async def raw() -> object:
+            return (await client.get("/items/7")).json()
+
+        async def direct() -> object:
+            return await source.call("get_item", ITEM)
+
+        async def whole() -> object:
+            return await session.call("api__get_item", ITEM)
+
+        made: dict[str, Call] = {"raw": raw, "source": direct, "session-actor": whole}
+        each = max(1, arguments.calls // arguments.concurrency)
+        for call in made.values():
+            await turn(call, max(1, each // 2), arguments.concurrency)
+        gc.collect()
+        gc.freeze()
+        for repeat in range(arguments.repeats):
+            for label in SUBJECTS if repeat % 2 == 0 else SUBJECTS[::-1]:
+                gc.collect()
+                toggle.counted()
+                await turn(made[label], each, arguments.concurrency)
+                toggle.dumped(f"{label}.{each * arguments.concurrency}".encode())
+
+
+def measure(arguments: argparse.Namespace) -> None:
+    with tempfile.TemporaryDirectory() as directory:
+        where = Path(directory)
+        library = where / "toggle.so"
+        (where / "toggle.c").write_text(TOGGLE)
+        subprocess.run(
+            ["cc", "-O2", "-shared", "-fPIC", "-o", str(library), str(where / "toggle.c")],
+            check=True,
+        )
+        with server_process("_http_bench_server.py") as server:
+            subprocess.run(
+                [
+                    "valgrind",
+                    "--tool=callgrind",
+                    "--instr-atstart=no",
+                    f"--callgrind-out-file={where}/counted.%p",
+                    sys.executable,
+                    "-m",
+                    "bench.http_instructions",
+                    "--counted",
+                    f"--port={server.port}",
+                    f"--toggle={library}",
+                    f"--concurrency={arguments.concurrency}",
+                    f"--calls={arguments.calls}",
+                    f"--repeats={arguments.repeats}",
+                ],
+                check=True,
+                stderr=subprocess.DEVNULL,
+            )
+        per_call: dict[str, list[float]] = {label: [] for label in SUBJECTS}
+        for dump in where.glob("counted.*.*"):
+            text = dump.read_text()
+            trigger = re.search(r"^desc: Trigger: Client Request: ([\w-]+)\.(\d+)$", text, re.M)
+            total = re.search(r"^summary: (\d+)$", text, re.M)
+            if trigger is not None and total is not None:
+                per_call[trigger[1]].append(int(total[1]) / int(trigger[2]))
+    raw = statistics.median(per_call["raw"])
+    source = statistics.median(per_call["source"])
+    whole = statistics.median(per_call["session-actor"])
+    print(
+        f"c={arguments.concurrency:<3}  instructions per call: "
+        f"raw GET {raw / 1e6:.3f} M  at.http {source / 1e6:.3f} M  ({source / raw:.3f}x)  "
+        f"Session→Toolkit→actor {whole / 1e6:.3f} M  ({whole / raw:.3f}x)"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.http_instructions")
+    parser.add_argument("--concurrency", type=int, default=1)
+    parser.add_argument("--calls", type=int, default=512, help="calls of a subject a turn")
+    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--counted", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--toggle", help=argparse.SUPPRESS)
+    arguments = parser.parse_args()
+    if arguments.counted:
+        anyio.run(counted, arguments)
+    else:
+        measure(arguments)
+
+
+if __name__ == "__main__":
+    main()
