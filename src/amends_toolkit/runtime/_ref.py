@@ -127,8 +127,11 @@ class ActorRef:
         Not a coroutine itself, as :meth:`_ask`: every call of a toolkit over an actor comes
         here, and a call in flight holds one frame less (each of its wake-ups passes one less).
         """
-        request = Call(self._deadline(), tool=tool, input=input, progress=listener(), checked=True)
-        return cast("Awaitable[JsonValue]", self._ask(request))
+        # As _deadline() and with no cast(): each is a Python call, and every call comes here.
+        timeout = self._call_timeout
+        deadline = math.inf if timeout is None else anyio.current_time() + timeout
+        request = Call(deadline, tool=tool, input=input, progress=listener(), checked=True)
+        return self._ask(request)  # type: ignore[return-value]
 
     def statistics(self) -> ActorStatistics:
         """Queued and running requests, restarts so far, and the actor's state."""
