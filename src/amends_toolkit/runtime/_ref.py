@@ -117,7 +117,7 @@ class ActorRef:
         task) lets a ``BaseException`` that is no cancellation (``KeyboardInterrupt``,
         ``SystemExit``) reach the caller, as the source raised it.
         """
-        request = Call(self._deadline(), tool=tool, input=input, progress=listener())
+        request = Call(tool, input, self._deadline(), listener())
         return cast("JsonValue", await self._ask(request))
 
     def call_checked(self, tool: str, input: JsonObject) -> Awaitable[JsonValue]:
@@ -130,7 +130,7 @@ class ActorRef:
         # As _deadline() and with no cast(): each is a Python call, and every call comes here.
         timeout = self._call_timeout
         deadline = math.inf if timeout is None else anyio.current_time() + timeout
-        request = Call(deadline, tool=tool, input=input, progress=listener(), checked=True)
+        request = Call(tool, input, deadline, listener(), True)
         return self._ask(request)  # type: ignore[return-value]
 
     def statistics(self) -> ActorStatistics:
