@@ -127,10 +127,8 @@ class ActorRef:
         Not a coroutine itself, as :meth:`_ask`: every call of a toolkit over an actor comes
         here, and a call in flight holds one frame less (each of its wake-ups passes one less).
         """
-        # As _deadline() and with no cast(): each is a Python call, and every call comes here.
-        timeout = self._call_timeout
-        deadline = math.inf if timeout is None else anyio.current_time() + timeout
-        request = Call(tool, input, deadline, listener(), True)
+        # No cast(): a Python call, and every call comes here.
+        request = Call(tool, input, self._deadline(), listener(), True)
         return self._ask(request)  # type: ignore[return-value]
 
     def statistics(self) -> ActorStatistics:
