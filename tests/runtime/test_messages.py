@@ -5,7 +5,7 @@ from amends_toolkit.runtime._messages import Call, Request
 
 def test_a_call_is_made_as_every_request_is() -> None:
     # Every field a Request has, a Call has too, with the same values.
-    call = Call(5.0, tool="t", input={})
+    call = Call("t", {}, 5.0)
     request = Request(5.0)
     for kind in Request.__mro__:
         for field in getattr(kind, "__slots__", ()):

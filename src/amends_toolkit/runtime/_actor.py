@@ -166,7 +166,9 @@ class Actor:
 
     async def _inline(self, life: _Life, request: Request) -> object:
         life.running.add(request)
-        scope = life.scopes(deadline=request.deadline)
+        deadline = request.deadline
+        # Without a deadline, made with no argument (anyio's constructors take it by keyword).
+        scope = life.scopes() if deadline == math.inf else life.scopes(deadline=deadline)
         request.scope = scope
         try:
             # As _attempt, in this frame (one fewer held per call in flight), and with no

@@ -197,14 +197,15 @@ class Call(Request):
 
     def __init__(
         self,
-        deadline: float = math.inf,
-        *,
         tool: str,
         input: JsonObject,
+        deadline: float = math.inf,
         progress: OnProgress | None = None,
         checked: bool = False,
     ) -> None:
-        super().__init__(deadline)
+        # Positional too, and Request's own __init__ without super(): every call of an actor
+        # makes one, a class called with keywords builds a dict of them, super() an object.
+        Request.__init__(self, deadline)
         self.tool = tool
         self.input = input
         self.progress = progress

@@ -117,7 +117,7 @@ class ActorRef:
         task) lets a ``BaseException`` that is no cancellation (``KeyboardInterrupt``,
         ``SystemExit``) reach the caller, as the source raised it.
         """
-        request = Call(self._deadline(), tool=tool, input=input, progress=listener())
+        request = Call(tool, input, self._deadline(), listener())
         return cast("JsonValue", await self._ask(request))
 
     def call_checked(self, tool: str, input: JsonObject) -> Awaitable[JsonValue]:
@@ -127,8 +127,9 @@ class ActorRef:
         Not a coroutine itself, as :meth:`_ask`: every call of a toolkit over an actor comes
         here, and a call in flight holds one frame less (each of its wake-ups passes one less).
         """
-        request = Call(self._deadline(), tool=tool, input=input, progress=listener(), checked=True)
-        return cast("Awaitable[JsonValue]", self._ask(request))
+        # No cast(): a Python call, and every call comes here.
+        request = Call(tool, input, self._deadline(), listener(), True)
+        return self._ask(request)  # type: ignore[return-value]
 
     def statistics(self) -> ActorStatistics:
         """Queued and running requests, restarts so far, and the actor's state."""

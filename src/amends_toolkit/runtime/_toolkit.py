@@ -77,7 +77,6 @@ __all__ = (
     "ToolHandler",
     "ToolResult",
     "Toolkit",
-    "as_json",
     "asking",
     "run_tool",
     "source_toolkit",
@@ -518,12 +517,6 @@ _NOBODY_ASKED = CallOptions()
 _HOST_APPROVED = CallOptions(approve=_approved)
 
 
-def as_json(input: JsonInput) -> JsonValue:
-    """A host's input as the check reads it: the same object, unchanged (the check refuses any
-    but a dict, as it refuses anything a model sends that is no JSON object)."""
-    return cast("JsonValue", input)
-
-
 async def run_tool(
     toolkit: Toolkit, name: str, given: JsonInput, options: CallOptions = _NOBODY_ASKED
 ) -> ToolResult:
@@ -540,7 +533,9 @@ async def run_tool(
     entry = toolkit._find(name)
     if entry is None:
         return not_found(toolkit.hints(name) if isinstance(name, str) else [])
-    input = as_json(given)
+    # The host's input as the check reads it: the same object, unchanged (the check refuses any
+    # but a dict, as it refuses anything a model sends that is no JSON object).
+    input: JsonValue = given  # type: ignore[assignment]
     problem = entry.check(input)
     if problem is not None:
         return refused(problem)
