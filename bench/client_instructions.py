@@ -27,6 +27,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import anyio
@@ -47,7 +48,6 @@ SUBJECTS = ("bare", "source", "session-actor")
 
 async def counted(arguments: argparse.Namespace) -> None:
     """The client under callgrind: each subject's turns, each counted alone."""
-    toggle = ctypes.CDLL(arguments.toggle)
     url = f"http://127.0.0.1:{arguments.port}/mcp"
     timeout = 3600.0
     async with contextlib.AsyncExitStack() as stack:
@@ -61,17 +61,26 @@ async def counted(arguments: argparse.Namespace) -> None:
             "source": functools.partial(source.call, "echo", INPUT),
             "session-actor": await whole_path(stack, client, url, timeout),
         }
-        each = max(1, arguments.calls // arguments.concurrency)
-        for call in made.values():
-            await turn(call, max(1, each // 2), arguments.concurrency)
-        gc.collect()
-        gc.freeze()
-        for repeat in range(arguments.repeats):
-            for label in SUBJECTS if repeat % 2 == 0 else SUBJECTS[::-1]:
-                gc.collect()
-                toggle.counted()
-                await turn(made[label], each, arguments.concurrency)
-                toggle.dumped(f"{label}.{each * arguments.concurrency}".encode())
+        await count_turns(made, arguments)
+
+
+async def count_turns(made: Mapping[str, Call], arguments: argparse.Namespace) -> None:
+    """Each subject's turns (``calls`` calls, ``concurrency`` callers), each counted alone under
+    callgrind through the ``toggle`` library: all warmed up first, then ``repeats`` rounds, the
+    subjects in turn, every other round in reverse."""
+    toggle = ctypes.CDLL(arguments.toggle)
+    labels = tuple(made)
+    each = max(1, arguments.calls // arguments.concurrency)
+    for call in made.values():
+        await turn(call, max(1, each // 2), arguments.concurrency)
+    gc.collect()
+    gc.freeze()
+    for repeat in range(arguments.repeats):
+        for label in labels if repeat % 2 == 0 else labels[::-1]:
+            gc.collect()
+            toggle.counted()
+            await turn(made[label], each, arguments.concurrency)
+            toggle.dumped(f"{label}.{each * arguments.concurrency}".encode())
 
 
 async def whole_path(
@@ -88,6 +97,27 @@ async def whole_path(
 
 
 def measure(arguments: argparse.Namespace) -> None:
+    per_call = counted_per_call(
+        "bench.client_instructions",
+        ("_raw_mcp_server.py", arguments.mode),
+        [f"--mode={arguments.mode}"],
+        arguments,
+    )
+    bare, source, whole = (per_call[label] for label in SUBJECTS)
+    print(
+        f"{arguments.mode:9} c={arguments.concurrency:<3}  instructions per call: "
+        f"bare {bare / 1e6:.3f} M  at.mcp.http {source / 1e6:.3f} M  ({source / bare:.3f}x)  "
+        f"Session→Toolkit→actor {whole / 1e6:.3f} M  ({whole / bare:.3f}x)"
+    )
+
+
+def counted_per_call(
+    module: str, server: Sequence[str], options: Sequence[str], arguments: argparse.Namespace
+) -> dict[str, float]:
+    """``python -m module --counted`` (whose subjects :func:`count_turns` counts) under callgrind,
+    against the bench server ``server`` (its script and arguments) in its own process, with
+    ``options`` and the turns' ``concurrency``, ``calls`` and ``repeats``: the median of each
+    subject's instructions a call over its counted turns."""
     with tempfile.TemporaryDirectory() as directory:
         where = Path(directory)
         library = where / "toggle.so"
@@ -96,8 +126,7 @@ def measure(arguments: argparse.Namespace) -> None:
             ["cc", "-O2", "-shared", "-fPIC", "-o", str(library), str(where / "toggle.c")],
             check=True,
         )
-        with server_process("_raw_mcp_server.py", arguments.mode) as server:
-            port = server.port
+        with server_process(*server) as running:
             subprocess.run(
                 [
                     "valgrind",
@@ -106,11 +135,11 @@ def measure(arguments: argparse.Namespace) -> None:
                     f"--callgrind-out-file={where}/counted.%p",
                     sys.executable,
                     "-m",
-                    "bench.client_instructions",
+                    module,
                     "--counted",
-                    f"--port={port}",
+                    f"--port={running.port}",
                     f"--toggle={library}",
-                    f"--mode={arguments.mode}",
+                    *options,
                     f"--concurrency={arguments.concurrency}",
                     f"--calls={arguments.calls}",
                     f"--repeats={arguments.repeats}",
@@ -118,21 +147,14 @@ def measure(arguments: argparse.Namespace) -> None:
                 check=True,
                 stderr=subprocess.DEVNULL,
             )
-        per_call: dict[str, list[float]] = {label: [] for label in SUBJECTS}
+        per_call: dict[str, list[float]] = {}
         for dump in where.glob("counted.*.*"):
             text = dump.read_text()
             trigger = re.search(r"^desc: Trigger: Client Request: ([\w-]+)\.(\d+)$", text, re.M)
             total = re.search(r"^summary: (\d+)$", text, re.M)
             if trigger is not None and total is not None:
-                per_call[trigger[1]].append(int(total[1]) / int(trigger[2]))
-    bare = statistics.median(per_call["bare"])
-    source = statistics.median(per_call["source"])
-    whole = statistics.median(per_call["session-actor"])
-    print(
-        f"{arguments.mode:9} c={arguments.concurrency:<3}  instructions per call: "
-        f"bare {bare / 1e6:.3f} M  at.mcp.http {source / 1e6:.3f} M  ({source / bare:.3f}x)  "
-        f"Session→Toolkit→actor {whole / 1e6:.3f} M  ({whole / bare:.3f}x)"
-    )
+                per_call.setdefault(trigger[1], []).append(int(total[1]) / int(trigger[2]))
+    return {label: statistics.median(counts) for label, counts in per_call.items()}
 
 
 def main() -> None:

@@ -14,23 +14,14 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import ctypes
-import gc
-import re
-import statistics
-import subprocess
-import sys
-import tempfile
-from pathlib import Path
 
 import anyio
 import httpx2
 
 import amends_toolkit as at
 from amends_toolkit import JsonObject
-from bench._harness import POOL, Call, pool_limits, server_process
-from bench.client_cpu import turn
-from bench.client_instructions import TOGGLE
+from bench._harness import POOL, Call, pool_limits
+from bench.client_instructions import count_turns, counted_per_call
 from bench.http_source import OPERATION
 
 SUBJECTS = ("raw", "source", "session-actor")
@@ -39,7 +30,6 @@ ITEM: JsonObject = {"item_id": "7"}
 
 async def counted(arguments: argparse.Namespace) -> None:
     """The client under callgrind: each subject's turns, each counted alone."""
-    toggle = ctypes.CDLL(arguments.toggle)
     base_url = f"http://127.0.0.1:{arguments.port}"
     timeout = 3600.0
     async with contextlib.AsyncExitStack() as stack:
@@ -73,58 +63,14 @@ async def counted(arguments: argparse.Namespace) -> None:
             return await session.call("api__get_item", ITEM)
 
         made: dict[str, Call] = {"raw": raw, "source": direct, "session-actor": whole}
-        each = max(1, arguments.calls // arguments.concurrency)
-        for call in made.values():
-            await turn(call, max(1, each // 2), arguments.concurrency)
-        gc.collect()
-        gc.freeze()
-        for repeat in range(arguments.repeats):
-            for label in SUBJECTS if repeat % 2 == 0 else SUBJECTS[::-1]:
-                gc.collect()
-                toggle.counted()
-                await turn(made[label], each, arguments.concurrency)
-                toggle.dumped(f"{label}.{each * arguments.concurrency}".encode())
+        await count_turns(made, arguments)
 
 
 def measure(arguments: argparse.Namespace) -> None:
-    with tempfile.TemporaryDirectory() as directory:
-        where = Path(directory)
-        library = where / "toggle.so"
-        (where / "toggle.c").write_text(TOGGLE)
-        subprocess.run(
-            ["cc", "-O2", "-shared", "-fPIC", "-o", str(library), str(where / "toggle.c")],
-            check=True,
-        )
-        with server_process("_http_bench_server.py") as server:
-            subprocess.run(
-                [
-                    "valgrind",
-                    "--tool=callgrind",
-                    "--instr-atstart=no",
-                    f"--callgrind-out-file={where}/counted.%p",
-                    sys.executable,
-                    "-m",
-                    "bench.http_instructions",
-                    "--counted",
-                    f"--port={server.port}",
-                    f"--toggle={library}",
-                    f"--concurrency={arguments.concurrency}",
-                    f"--calls={arguments.calls}",
-                    f"--repeats={arguments.repeats}",
-                ],
-                check=True,
-                stderr=subprocess.DEVNULL,
-            )
-        per_call: dict[str, list[float]] = {label: [] for label in SUBJECTS}
-        for dump in where.glob("counted.*.*"):
-            text = dump.read_text()
-            trigger = re.search(r"^desc: Trigger: Client Request: ([\w-]+)\.(\d+)$", text, re.M)
-            total = re.search(r"^summary: (\d+)$", text, re.M)
-            if trigger is not None and total is not None:
-                per_call[trigger[1]].append(int(total[1]) / int(trigger[2]))
-    raw = statistics.median(per_call["raw"])
-    source = statistics.median(per_call["source"])
-    whole = statistics.median(per_call["session-actor"])
+    per_call = counted_per_call(
+        "bench.http_instructions", ("_http_bench_server.py",), [], arguments
+    )
+    raw, source, whole = (per_call[label] for label in SUBJECTS)
     print(
         f"c={arguments.concurrency:<3}  instructions per call: "
         f"raw GET {raw / 1e6:.3f} M  at.http {source / 1e6:.3f} M  ({source / raw:.3f}x)  "
