@@ -1,8 +1,8 @@
 """Attacks on how the HTTP-speaking sources send and read (a library client's request sent
 without its ``stream`` generator, the redaction's read of a request that remembers values, a body
 read without a generator), over a server on loopback: a credential the host's client adds each
-time anew (a rotating ``auth``, a subclass's or an instance's own ``send``) never reaches the
-model, an answer the source leaves early (too long) gives its connection back, and a
+time anew (a rotating ``auth``, a subclass's or an instance's own ``send``), or put on a first
+request a redirect to another origin leaves behind, never reaches the model, an answer the source leaves early (too long) gives its connection back, and a
 ``stream`` the host sets on its client or the library's class is the one used."""
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from __future__ import annotations
 import gzip
 import json
 from collections.abc import AsyncIterator, Callable, Generator
+from contextlib import asynccontextmanager, nullcontext
 from typing import Any
 
 import httpx
@@ -50,15 +51,34 @@ def given(auth: _Rotating) -> list[str]:
     return [form for token in auth.given for form in (token, token[::-1], token.upper())]
 
 
+@asynccontextmanager
+async def moving(url: str) -> AsyncIterator[str]:
+    """A server of another origin sending every request on to ``url`` (307), with the
+    ``Authorization`` it got moved into the new target's query."""
+
+    async def reply(target: str, headers: dict[str, str], _b: bytes) -> AsyncIterator[bytes]:
+        token = headers.get("authorization", "").rpartition(" ")[2]
+        where = f"{url}{target}{'&' if '?' in target else '?'}moved={token}"
+        yield head(307, location=where, content_length="0")
+
+    async with http_peer(reply) as (front, _):
+        yield front
+
+
 async def api_echoes(
-    http: httpx.AsyncClient, calls: int, built: Callable[[], object] = lambda: None
+    http: httpx.AsyncClient,
+    calls: int,
+    built: Callable[[], object] = lambda: None,
+    *,
+    moved: bool = False,
 ) -> list[str]:
-    """What the model reads of ``calls`` calls of an API source echoing all it was sent."""
+    """What the model reads of ``calls`` calls of an API source echoing all it was sent (sent
+    there by a redirect from another origin when ``moved``)."""
 
     async def reply(target: str, headers: dict[str, str], _b: bytes) -> AsyncIterator[bytes]:
         yield json_reply({"echo": echo_all(target, headers)})
 
-    async with http_peer(reply) as (url, _):
+    async with http_peer(reply) as (url, _), moving(url) if moved else nullcontext(url) as url:
         source = at.http.make(name="api", base_url=url, operations=[GET], client=http)
         built()
         toolkit = at.source_toolkit(source, await source.discover())
@@ -66,7 +86,11 @@ async def api_echoes(
 
 
 async def mcp_echoes(
-    http: httpx.AsyncClient, calls: int, built: Callable[[], object] = lambda: None
+    http: httpx.AsyncClient,
+    calls: int,
+    built: Callable[[], object] = lambda: None,
+    *,
+    moved: bool = False,
 ) -> list[str]:
     """The same over an MCP server (stateless, 2026 era) whose tool echoes all it was sent."""
 
@@ -81,7 +105,7 @@ async def mcp_echoes(
             result = {"content": [{"type": "text", "text": echo_all(target, headers)}]}
         yield json_reply({"jsonrpc": "2.0", "id": id_, "result": result})
 
-    async with http_peer(reply) as (url, _):
+    async with http_peer(reply) as (url, _), moving(url) if moved else nullcontext(url) as url:
         source = at.mcp.http(name="echoing", url=url + "/mcp", client=http)
         built()
         async with source.lifespan():
@@ -217,3 +241,20 @@ async def test_a_client_that_signs_in_its_own_stream_is_sent_through_it(kind: st
         (text,) = await ECHOES[kind](http, 1)
     assert "x-signed=[redacted]" in text
     assert "sg-live-st-7a8b9c" not in text
+
+
+class _Bearer(httpx.Auth):
+    def auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
+        request.headers["Authorization"] = "Bearer sk-live-moved-2c4e6a8b"
+        yield request
+
+
+@pytest.mark.parametrize("kind", ["api", "mcp"])
+async def test_a_token_a_redirect_moves_to_another_origin_is_never_shown(kind: str) -> None:
+    # The client's auth runs once, on the first request; a redirect to another origin drops
+    # its Authorization, and the server there may get the token another way (here in its
+    # query): the first request's headers are the client's too.
+    async with httpx.AsyncClient(auth=_Bearer(), follow_redirects=True) as http:
+        (text,) = await ECHOES[kind](http, 1, moved=True)
+    assert "moved=[redacted]" in text
+    assert "sk-live-moved-2c4e6a8b" not in text
