@@ -223,7 +223,7 @@ class ClientSecrets:
         # A redirect's query is the server's: the first request's is what auth or a hook set.
         history = getattr(response, "history", None)
         first = getattr(history[0], "request", None) if history else request
-        added = self._added(request, first, sent)
+        added = self._added(request, first, sent, history)
         if not isinstance(raw, list):
             return Secrets.of_client(self._client, self._also + added)
         if raw != self._raw or params is not self._params or added != self._sent:
@@ -231,10 +231,13 @@ class ClientSecrets:
             self._secrets = Secrets.of_client(self._client, self._also + added)
         return self._secrets
 
-    def _added(self, request: object, first: object, sent: Iterable[str]) -> tuple[str, ...]:
-        """The values of a request's headers and of the ``first`` request's before any redirect,
-        and of that first request's query, that neither its source (``sent``) nor the client set
-        by itself: what the client's ``auth`` or an event hook put on it.
+    def _added(
+        self, request: object, first: object, sent: Iterable[str], history: object = None
+    ) -> tuple[str, ...]:
+        """The values of a request's headers and of those of the requests before it (its
+        redirects' ``history``), and of the query of the ``first`` request, that neither its
+        source (``sent``) nor the client set by itself: what the client's ``auth`` or an event
+        hook put on it.
 
         Headers are read from their raw bytes and only the values that are neither the source's
         nor under a name a client sets by itself are decoded (as the headers decode them, when
@@ -249,11 +252,14 @@ class ClientSecrets:
         raw = getattr(headers, "raw", None)
         if not isinstance(raw, list):
             return ()
-        if first is not request:
+        if history:
             # A redirect to another origin drops what auth put on the first request (auth runs
-            # once), and that server may be given it another way: the first's are read too.
-            before = getattr(getattr(first, "headers", None), "raw", None)
-            raw = raw + before if isinstance(before, list) else raw
+            # once), and that server may be given it another way: those before are read too.
+            for earlier in history if isinstance(history, list) else ():
+                before = getattr(
+                    getattr(getattr(earlier, "request", None), "headers", None), "raw", None
+                )
+                raw = raw + before if isinstance(before, list) else raw
         ours = tuple(sent)
         if ours != self._ours:
             self._ours, self._ours_set = ours, frozenset(ours)
