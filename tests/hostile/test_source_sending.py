@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator, Callable, Generator
 from contextlib import asynccontextmanager, nullcontext
 from typing import Any
 
+import anyio
 import httpx
 import pytest
 
@@ -258,3 +259,59 @@ async def test_a_token_a_redirect_moves_to_another_origin_is_never_shown(kind: s
         (text,) = await ECHOES[kind](http, 1, moved=True)
     assert "moved=[redacted]" in text
     assert "sk-live-moved-2c4e6a8b" not in text
+
+
+@pytest.mark.virtual_clock
+@pytest.mark.parametrize("kind", ["api", "mcp"])
+async def test_a_deadline_mid_body_gives_its_connection_back(kind: str) -> None:
+    # The answer's head and part of its body come, then nothing: the call ends at its timeout
+    # (the MCP call's deadline now in its own coroutine), and its response is closed.
+    async def reply(target: str, headers: dict[str, str], body: bytes) -> AsyncIterator[bytes]:
+        request = json.loads(body) if body else {}
+        method, id_ = request.get("method"), request.get("id")
+        if method == "server/discover":
+            yield json_reply({"jsonrpc": "2.0", "id": id_, "result": DISCOVERED})
+            return
+        if method == "tools/list":
+            tools = [{"name": "echo", "inputSchema": {"type": "object"}}]
+            yield json_reply({"jsonrpc": "2.0", "id": id_, "result": {"tools": tools}})
+            return
+        yield head(content_type="text/event-stream" if kind == "mcp" else "application/json")
+        yield b"event: message\ndata: {" if kind == "mcp" else b'{"a": "'
+        await anyio.sleep(3600)
+
+    async with http_peer(reply) as (url, _), httpx.AsyncClient(timeout=3600) as http:
+        if kind == "api":
+            source: at.ToolSource = at.http.make(
+                name="api", base_url=url, operations=[GET], client=http, timeout=30.0
+            )
+            toolkit = at.source_toolkit(source, await source.discover())
+            before = anyio.current_time()
+            answer = json.dumps(await toolkit.call("get", {}))
+            assert '"retryable": true' in answer
+        else:
+            source = at.mcp.http(name="slow", url=url + "/mcp", client=http, timeout=30.0)
+            async with source.lifespan():
+                await source.discover()
+                before = anyio.current_time()
+                with pytest.raises(at.UnavailableError, match=r"no answer within 30\.0 seconds"):
+                    await source.call("echo", {})
+        assert anyio.current_time() - before == pytest.approx(30.0)
+        assert in_flight(http) == 0
+
+
+DISCOVERED = {"supportedVersions": ["2026-07-28"]}
+
+
+@pytest.mark.parametrize("kind", ["api", "mcp"])
+async def test_a_value_a_hook_adds_that_is_no_ascii_is_never_shown(kind: str) -> None:
+    # Only the source's ASCII values are compared as bytes: a hook's value beyond ASCII (sent
+    # as UTF-8) is decoded as the headers decode it, and found in the answer.
+    async def sign(request: httpx.Request) -> None:
+        request.headers["X-Key"] = "clé-live-9a8b7c6d"
+
+    async with httpx.AsyncClient(event_hooks={"request": [sign]}) as http:
+        texts = await ECHOES[kind](http, 2)
+    for text in texts:
+        assert "x-key=[redacted]" in text
+        assert "9a8b7c6d" not in text
