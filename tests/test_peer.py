@@ -142,3 +142,28 @@ def test_the_cut_keeps_the_limit() -> None:
     middle = cut_middle("x" * 1000 + " is not an integer", 60)
     assert len(middle) == 60
     assert middle.endswith(" is not an integer")
+
+
+@pytest.mark.parametrize("module", [httpx, httpx2])
+def test_what_auth_or_a_hook_put_on_a_request_before_a_redirect_is_a_secret(
+    module: object,
+) -> None:
+    # Auth runs once, on the first request; a redirect to another origin drops its
+    # Authorization, and each hop's hook may sign anew: every request before is read too (its
+    # headers; the query of those after the first is the server's).
+    client = module.Client()  # type: ignore[attr-defined]
+    hops = [
+        module.Request("GET", url, headers=headers)  # type: ignore[attr-defined]
+        for url, headers in (
+            ("https://a/x", {"Authorization": "Bearer sk-hop-one-1234"}),
+            ("https://b/y?page=p-2", {"X-Sig": "sig-hop-two-5678"}),
+            ("https://c/z?page=p-3", {}),
+        )
+    ]
+    history = [module.Response(307, request=hop) for hop in hops[:2]]  # type: ignore[attr-defined]
+    answer = module.Response(200, request=hops[2], history=history)  # type: ignore[attr-defined]
+    secrets = ClientSecrets(client).current(answer)
+    assert secrets.redact("sk-hop-one-1234 sig-hop-two-5678 p-2 p-3") == (
+        "[redacted] [redacted] p-2 p-3"
+    )
+    client.close()

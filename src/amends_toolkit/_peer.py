@@ -172,8 +172,9 @@ class ClientSecrets:
     parameters (immutable) by identity; any other client is read each time. The request a
     response answers adds every header and query value that its source did not set itself
     (``sent``) nor a client sets by itself: what the client's ``auth`` (an OAuth provider) or an
-    event hook put on it (``Authorization``, ``X-Api-Key``, ``?sig=``); not a redirect's query,
-    which is the server's. Not its ``Cookie``: a client's cookie jar holds what servers set,
+    event hook put on it (``Authorization``, ``X-Api-Key``, ``?sig=``), on it or on the first
+    request before a redirect (whose ``Authorization`` another origin is not sent, but may be
+    given another way); not a redirect's query, which is the server's. Not its ``Cookie``: a client's cookie jar holds what servers set,
     and a server may set any number of cookies, each of which would then be searched for in
     every answer. The ``url`` the host gave the source adds its query's values (decoded and as
     written), its password and the segments of its path that are tokens (see
@@ -222,7 +223,7 @@ class ClientSecrets:
         # A redirect's query is the server's: the first request's is what auth or a hook set.
         history = getattr(response, "history", None)
         first = getattr(history[0], "request", None) if history else request
-        added = self._added(request, first, sent)
+        added = self._added(request, first, sent, history)
         if not isinstance(raw, list):
             return Secrets.of_client(self._client, self._also + added)
         if raw != self._raw or params is not self._params or added != self._sent:
@@ -230,10 +231,13 @@ class ClientSecrets:
             self._secrets = Secrets.of_client(self._client, self._also + added)
         return self._secrets
 
-    def _added(self, request: object, first: object, sent: Iterable[str]) -> tuple[str, ...]:
-        """The values of a request's headers, and of the query of the ``first`` request before
-        any redirect, that neither its source (``sent``) nor the client set by itself: what the
-        client's ``auth`` or an event hook put on it.
+    def _added(
+        self, request: object, first: object, sent: Iterable[str], history: object = None
+    ) -> tuple[str, ...]:
+        """The values of a request's headers and of those of the requests before it (its
+        redirects' ``history``), and of the query of the ``first`` request, that neither its
+        source (``sent``) nor the client set by itself: what the client's ``auth`` or an event
+        hook put on it.
 
         Headers are read from their raw bytes and only the values that are neither the source's
         nor under a name a client sets by itself are decoded (as the headers decode them, when
@@ -248,6 +252,14 @@ class ClientSecrets:
         raw = getattr(headers, "raw", None)
         if not isinstance(raw, list):
             return ()
+        if history:
+            # A redirect to another origin drops what auth put on the first request (auth runs
+            # once), and that server may be given it another way: those before are read too.
+            for earlier in history if isinstance(history, list) else ():
+                before = getattr(
+                    getattr(getattr(earlier, "request", None), "headers", None), "raw", None
+                )
+                raw = raw + before if isinstance(before, list) else raw
         ours = tuple(sent)
         if ours != self._ours:
             self._ours, self._ours_set = ours, frozenset(ours)

@@ -196,3 +196,30 @@ def test_a_client_with_its_own_way_of_sending_is_given_its_own_stream(
     assert client_stream(base(), base().stream) != base().stream
     stream = contextlib.nullcontext
     assert client_stream(object(), stream) is stream  # any other client: its own
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("module", [httpx, httpx2])
+@pytest.mark.parametrize("when", ["before", "after"])
+async def test_a_stream_set_on_the_librarys_class_is_used(
+    module: object, when: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # An instrumentation's stream on the library's class, set before the source is built or
+    # after: the requests go through it, as through the client's stream before.
+    base = module.AsyncClient  # type: ignore[attr-defined]
+    library, used = base.stream, []
+
+    def recorded(self: object, *args: object, **options: object) -> object:
+        used.append(args[0])
+        return library(self, *args, **options)
+
+    answer = lambda _: module.Response(200, content=b"{}")  # type: ignore[attr-defined]  # noqa: E731
+    async with base(transport=module.MockTransport(answer)) as client:  # type: ignore[attr-defined]
+        if when == "before":
+            monkeypatch.setattr(base, "stream", recorded)
+        opens = client_stream(client, client.stream)
+        if when == "after":
+            monkeypatch.setattr(base, "stream", recorded)
+        async with opens("GET", "http://host/x") as response:
+            assert response.status_code == 200
+    assert used == ["GET"]

@@ -79,23 +79,38 @@ def client_stream(client: object, stream: _Opens) -> _Opens:
     same request sent the same way (``build_request``, then ``send`` with ``stream=True``; the
     response closed on leaving) by a context written as a class: ``stream`` is a generator
     context manager, whose generator and wrappers each request passes through (about 1% of a
-    call's instructions over the wire). A client that overrides one of them is left its own.
+    call's instructions over the wire). A client that overrides one of them (in a subclass, on
+    the instance or on the library's class) is left its own; a ``stream`` set on the client or its
+    class after the source is built is looked for on each request and used.
     """
     for module in ("httpx2", "httpx"):
         loaded = sys.modules.get(module)
         if loaded is not None and isinstance(client, loaded.AsyncClient):
             if any(
-                getattr(getattr(client, method), "__func__", None)
+                (function := getattr(getattr(client, method), "__func__", None))
                 is not getattr(loaded.AsyncClient, method)
+                # set on the class itself (an instrumentation's): not the library's own either
+                or getattr(function, "__module__", None) != f"{module}._client"
                 for method in ("stream", "build_request", "send")
             ):
                 return stream
 
-            def sent(method: str, url: object, **options: object) -> _Streamed:
-                return _Streamed(client, method, url, options)
-
-            return cast("_Opens", sent)
+            return cast("_Opens", _sender(client, loaded.AsyncClient.stream))
     return stream
+
+
+def _sender(client: Any, library: object) -> Callable[..., Any]:
+    """Send as the client's ``stream`` does (``library``, its class's when the source was built)
+    while it is that one: a ``stream`` set on the client or its class since is used, as the
+    client's stream was before (a host may wrap it later, a recorder or a signer)."""
+    own, kind = vars(client), type(client)
+
+    def sent(method: str, url: object, **options: object) -> Any:
+        if "stream" in own or kind.stream is not library:
+            return client.stream(method, url, **options)
+        return _Streamed(client, method, url, options)
+
+    return sent
 
 
 class _Streamed:
