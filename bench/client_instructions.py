@@ -27,7 +27,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 
 import anyio
@@ -158,15 +158,30 @@ def counted_per_call(
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(prog="python -m bench.client_instructions")
+    parser = options("python -m bench.client_instructions", concurrency=512, calls=1024)
     parser.add_argument("--mode", default="stateless", choices=["stateless", "session"])
-    parser.add_argument("--concurrency", type=int, default=512)
-    parser.add_argument("--calls", type=int, default=1024, help="calls of a subject a turn")
+    run(parser.parse_args(), counted, measure)
+
+
+def options(prog: str, *, concurrency: int, calls: int) -> argparse.ArgumentParser:
+    """A count's options (the turns' callers and calls, and how many turns of each subject), and
+    those :func:`counted_per_call` gives the run it counts."""
+    parser = argparse.ArgumentParser(prog=prog)
+    parser.add_argument("--concurrency", type=int, default=concurrency)
+    parser.add_argument("--calls", type=int, default=calls, help="calls of a subject a turn")
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--counted", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--toggle", help=argparse.SUPPRESS)
-    arguments = parser.parse_args()
+    return parser
+
+
+def run(
+    arguments: argparse.Namespace,
+    counted: Callable[[argparse.Namespace], Awaitable[None]],
+    measure: Callable[[argparse.Namespace], None],
+) -> None:
+    """The counted run (under callgrind) when it is one, else the count that starts it."""
     if arguments.counted:
         anyio.run(counted, arguments)
     else:

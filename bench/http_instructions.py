@@ -15,13 +15,12 @@ from __future__ import annotations
 import argparse
 import contextlib
 
-import anyio
 import httpx2
 
 import amends_toolkit as at
 from amends_toolkit import JsonObject
 from bench._harness import POOL, Call, pool_limits
-from bench.client_instructions import count_turns, counted_per_call
+from bench.client_instructions import count_turns, counted_per_call, options, run
 from bench.http_source import OPERATION
 
 SUBJECTS = ("raw", "source", "session-actor")
@@ -79,18 +78,11 @@ def measure(arguments: argparse.Namespace) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(prog="python -m bench.http_instructions")
-    parser.add_argument("--concurrency", type=int, default=1)
-    parser.add_argument("--calls", type=int, default=512, help="calls of a subject a turn")
-    parser.add_argument("--repeats", type=int, default=2)
-    parser.add_argument("--counted", action="store_true", help=argparse.SUPPRESS)
-    parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
-    parser.add_argument("--toggle", help=argparse.SUPPRESS)
-    arguments = parser.parse_args()
-    if arguments.counted:
-        anyio.run(counted, arguments)
-    else:
-        measure(arguments)
+    run(
+        options("python -m bench.http_instructions", concurrency=1, calls=512).parse_args(),
+        counted,
+        measure,
+    )
 
 
 if __name__ == "__main__":

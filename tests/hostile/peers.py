@@ -15,6 +15,7 @@ import zlib
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from functools import cache
+from urllib.parse import unquote
 
 import anyio
 import anyio.abc
@@ -46,6 +47,30 @@ def json_reply(value: object, status: int = 200) -> bytes:
     """A whole JSON response."""
     body = json.dumps(value).encode()
     return head(status, content_type="application/json", content_length=str(len(body))) + body
+
+
+def echo_all(target: str, headers: dict[str, str], *, decoded: bool = True) -> str:
+    """Everything a request carried: its target (``decoded``, or as it came) and every header."""
+    shown = unquote(target) if decoded else target
+    return shown + " " + " ".join(f"{k}={v}" for k, v in sorted(headers.items()))
+
+
+def mcp_echo_reply(answer: Callable[[str, dict[str, str]], str]) -> Reply:
+    """An MCP endpoint (stateless, 2026 era) whose one tool, ``echo``, answers with what
+    ``answer`` makes of its call's target and headers."""
+
+    async def reply(target: str, headers: dict[str, str], body: bytes) -> AsyncIterator[bytes]:
+        request = json.loads(body)
+        method, id_ = request.get("method"), request.get("id")
+        if method == "server/discover":
+            result: dict[str, object] = {"supportedVersions": ["2026-07-28"]}
+        elif method == "tools/list":
+            result = {"tools": [{"name": "echo", "inputSchema": {"type": "object"}}]}
+        else:
+            result = {"content": [{"type": "text", "text": answer(target, headers)}]}
+        yield json_reply({"jsonrpc": "2.0", "id": id_, "result": result})
+
+    return reply
 
 
 def result(request: JsonObject, value: JsonObject) -> bytes:

@@ -14,7 +14,7 @@ import pytest
 
 import amends_toolkit as at
 
-from .peers import head, http_peer, json_reply
+from .peers import echo_all, head, http_peer, json_reply, mcp_echo_reply
 
 pytestmark = pytest.mark.anyio
 
@@ -225,29 +225,15 @@ async def test_a_key_in_the_servers_url_is_redacted() -> None:
         assert "[redacted]" in json.dumps(value)
 
 
-def echo_all(target: str, headers: dict[str, str], *, decoded: bool = True) -> str:
-    """Everything a request carried: its target (``decoded``, or as it came) and every header."""
-    shown = unquote(target) if decoded else target
-    return shown + " " + " ".join(f"{k}={v}" for k, v in sorted(headers.items()))
-
-
 async def mcp_echoing_all(*, decoded: bool = True) -> AsyncIterator[tuple[str, list[str]]]:
     """An MCP peer (stateless, 2026 era) whose one tool answers everything its call carried."""
     seen: list[str] = []
 
-    async def reply(target: str, headers: dict[str, str], body: bytes) -> AsyncIterator[bytes]:
-        request = json.loads(body)
-        method, id_ = request.get("method"), request.get("id")
-        if method == "server/discover":
-            result: dict[str, object] = {"supportedVersions": ["2026-07-28"]}
-        elif method == "tools/list":
-            result = {"tools": [{"name": "echo", "inputSchema": {"type": "object"}}]}
-        else:
-            seen.append(echo_all(target, headers, decoded=decoded))
-            result = {"content": [{"type": "text", "text": seen[-1]}]}
-        yield json_reply({"jsonrpc": "2.0", "id": id_, "result": result})
+    def answer(target: str, headers: dict[str, str]) -> str:
+        seen.append(echo_all(target, headers, decoded=decoded))
+        return seen[-1]
 
-    async with http_peer(reply) as (url, _):
+    async with http_peer(mcp_echo_reply(answer)) as (url, _):
         yield url, seen
 
 

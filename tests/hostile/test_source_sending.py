@@ -7,6 +7,7 @@ request a redirect to another origin leaves behind, never reaches the model, an 
 
 from __future__ import annotations
 
+import functools
 import gzip
 import json
 from collections.abc import AsyncIterator, Callable, Generator
@@ -19,7 +20,7 @@ import pytest
 
 import amends_toolkit as at
 
-from .peers import head, http_peer, json_reply
+from .peers import echo_all, head, http_peer, json_reply, mcp_echo_reply
 
 pytestmark = [pytest.mark.anyio, pytest.mark.both_backends]
 
@@ -27,10 +28,6 @@ GET = at.http.Operation(
     definition=at.ToolDefinition(name="get", description="Get.", input_schema={"type": "object"}),
     request=at.http.RequestTemplate(method="GET", path="/thing"),
 )
-
-
-def echo_all(target: str, headers: dict[str, str]) -> str:
-    return target + " " + " ".join(f"{k}={v}" for k, v in sorted(headers.items()))
 
 
 class _Rotating(httpx.Auth):
@@ -77,7 +74,7 @@ async def api_echoes(
     there by a redirect from another origin when ``moved``)."""
 
     async def reply(target: str, headers: dict[str, str], _b: bytes) -> AsyncIterator[bytes]:
-        yield json_reply({"echo": echo_all(target, headers)})
+        yield json_reply({"echo": echo_all(target, headers, decoded=False)})
 
     async with http_peer(reply) as (url, _), moving(url) if moved else nullcontext(url) as url:
         source = at.http.make(name="api", base_url=url, operations=[GET], client=http)
@@ -95,16 +92,7 @@ async def mcp_echoes(
 ) -> list[str]:
     """The same over an MCP server (stateless, 2026 era) whose tool echoes all it was sent."""
 
-    async def reply(target: str, headers: dict[str, str], body: bytes) -> AsyncIterator[bytes]:
-        request = json.loads(body)
-        method, id_ = request.get("method"), request.get("id")
-        if method == "server/discover":
-            result: dict[str, object] = {"supportedVersions": ["2026-07-28"]}
-        elif method == "tools/list":
-            result = {"tools": [{"name": "echo", "inputSchema": {"type": "object"}}]}
-        else:
-            result = {"content": [{"type": "text", "text": echo_all(target, headers)}]}
-        yield json_reply({"jsonrpc": "2.0", "id": id_, "result": result})
+    reply = mcp_echo_reply(functools.partial(echo_all, decoded=False))
 
     async with http_peer(reply) as (url, _), moving(url) if moved else nullcontext(url) as url:
         source = at.mcp.http(name="echoing", url=url + "/mcp", client=http)
