@@ -236,13 +236,13 @@ class McpHttpSource:
         Cancellation stops the call and closes its response stream.
         """
         check_input(self._name, input, max_depth=self._max_depth)
-        return await self._call(self._running(), tool, input)
+        return await self._bounded("tools/call", self._call(self._running(), tool, input))
 
     async def call_checked(self, tool: str, input: JsonObject) -> JsonValue:
         """:meth:`call` for an input a toolkit checked already: walked again only when the
         source's ``max_depth`` is below the toolkit's (see :class:`~amends_toolkit.ToolSource`)."""
         check_input(self._name, input, max_depth=self._max_depth, checked=True)
-        return await self._call(self._running(), tool, input)
+        return await self._bounded("tools/call", self._call(self._running(), tool, input))
 
     @asynccontextmanager
     async def lifespan(self) -> AsyncIterator[None]:
@@ -344,10 +344,7 @@ class McpHttpSource:
                 return await operation
             except WIRE_ERRORS as error:
                 raise wire_error(self._name, error, method=method) from None
-        raise self._timed_out(method)
-
-    def _timed_out(self, method: str) -> UnavailableError:
-        return UnavailableError(
+        raise UnavailableError(
             source=self._name, message=f"{method}: no answer within {self._timeout} seconds"
         )
 
@@ -583,59 +580,53 @@ class McpHttpSource:
         return param_headers(live.marks.get(tool, ()), arguments)
 
     async def _call(self, live: _Live, tool: str, arguments: JsonObject) -> JsonValue:
-        """Run a tool under the source's ``timeout`` (as :meth:`_bounded` does, written out
-        here: a call in flight holds one coroutine less), sending it again while the server
-        asks (``input_required`` with only ``requestState``)."""
-        with anyio.move_on_after(self._timeout):
-            try:
-                if tool in live.rejected:
-                    raise NotFoundError(
-                        source=self._name,
-                        message=f"{tool} was left out of discover: {live.rejected[tool]}",
-                    )
-                # Progress is asked of the server only when someone listens (none asked, none
-                # kept).
-                token: int | None = None
-                relay: _Relay | None = None
-                if (on_progress := listener()) is not None:
-                    token = next(live.ids)
-                    relay = progress_relay(on_progress, token)
-                state: str | None = None
-                for attempt in range(MAX_RESENDS + 1):
-                    params = call_params(tool, arguments, request_state=state, progress_token=token)
-                    marks = self._headers_for(live, tool, arguments)
-                    reply = await self._send(
-                        live, "tools/call", params, name=tool, marks=marks, relay=relay
-                    )
-                    if (
-                        isinstance(reply, ErrorResponse)
-                        and reply.code == HEADER_MISMATCH
-                        and live.era == "modern"
-                    ):
-                        reply = await self._marks_changed(
-                            live, tool, arguments, params, marks, relay, reply
-                        )
-                    if isinstance(reply, ErrorResponse):
-                        raise error_for_rpc(self._name, reply, method="tools/call")
-                    outcome = read_call_result(reply.result)
-                    if isinstance(outcome, Complete):
-                        return outcome.value
-                    if isinstance(outcome, ToolFailed):
-                        raise CallFailedError(source=self._name, message=outcome.text)
-                    if outcome.asks_input or outcome.request_state is None:
-                        raise UnsupportedError(
-                            source=self._name, message=f"{tool} asked for input (input_required)"
-                        )
-                    if attempt < MAX_RESENDS:
-                        await anyio.sleep(resend_delay(attempt))
-                    state = outcome.request_state
-                raise UnsupportedError(
-                    source=self._name,
-                    message=f"{tool} asked to be sent again more than {MAX_RESENDS} times",
+        """Run a tool, sending it again while the server asks (``input_required`` with only
+        ``requestState``), and once more when it refused the call's headers (-32020) and they
+        have changed since."""
+        if tool in live.rejected:
+            raise NotFoundError(
+                source=self._name,
+                message=f"{tool} was left out of discover: {live.rejected[tool]}",
+            )
+        # Progress is asked of the server only when someone listens (none asked, none kept).
+        token: int | None = None
+        relay: _Relay | None = None
+        if (on_progress := listener()) is not None:
+            token = next(live.ids)
+            relay = progress_relay(on_progress, token)
+        state: str | None = None
+        for attempt in range(MAX_RESENDS + 1):
+            params = call_params(tool, arguments, request_state=state, progress_token=token)
+            marks = self._headers_for(live, tool, arguments)
+            reply = await self._send(
+                live, "tools/call", params, name=tool, marks=marks, relay=relay
+            )
+            if (
+                isinstance(reply, ErrorResponse)
+                and reply.code == HEADER_MISMATCH
+                and live.era == "modern"
+            ):
+                reply = await self._marks_changed(
+                    live, tool, arguments, params, marks, relay, reply
                 )
-            except WIRE_ERRORS as error:
-                raise wire_error(self._name, error, method="tools/call") from None
-        raise self._timed_out("tools/call")
+            if isinstance(reply, ErrorResponse):
+                raise error_for_rpc(self._name, reply, method="tools/call")
+            outcome = read_call_result(reply.result)
+            if isinstance(outcome, Complete):
+                return outcome.value
+            if isinstance(outcome, ToolFailed):
+                raise CallFailedError(source=self._name, message=outcome.text)
+            if outcome.asks_input or outcome.request_state is None:
+                raise UnsupportedError(
+                    source=self._name, message=f"{tool} asked for input (input_required)"
+                )
+            if attempt < MAX_RESENDS:
+                await anyio.sleep(resend_delay(attempt))
+            state = outcome.request_state
+        raise UnsupportedError(
+            source=self._name,
+            message=f"{tool} asked to be sent again more than {MAX_RESENDS} times",
+        )
 
     async def _marks_changed(
         self,
