@@ -172,11 +172,11 @@ class ClientSecrets:
     parameters (immutable) by identity; any other client is read each time. The request a
     response answers adds every header and query value that its source did not set itself
     (``sent``) nor a client sets by itself: what the client's ``auth`` (an OAuth provider) or an
-    event hook put on it (``Authorization``, ``X-Api-Key``, ``?sig=``), on it or on the first
-    request before a redirect (whose ``Authorization`` another origin is not sent, but may be
-    given another way); not a redirect's query, which is the server's. Not its ``Cookie``: a client's cookie jar holds what servers set,
-    and a server may set any number of cookies, each of which would then be searched for in
-    every answer. The ``url`` the host gave the source adds its query's values (decoded and as
+    event hook put on it (``Authorization``, ``X-Api-Key``, ``?sig=``), on it or on the requests
+    before it in a redirect's history (whose ``Authorization`` another origin is not sent, but
+    may be given another way); not a redirect's query, which is the server's. Not its
+    ``Cookie``: a client's cookie jar holds what servers set, and a server may set any number
+    of cookies, each of which would then be searched for in every answer. The ``url`` the host gave the source adds its query's values (decoded and as
     written), its password and the segments of its path that are tokens (see
     :data:`_PATH_TOKEN`).
     """
