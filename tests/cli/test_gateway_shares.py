@@ -82,4 +82,3 @@ async def test_a_clients_call_runs_while_another_client_holds_its_share_of_slow_
         assert await in_flight(gateway, "tasks") == share
         RELEASE.set()
     assert answers == ['{"result": "slow done"}'] * sent
-
