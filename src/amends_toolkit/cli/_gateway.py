@@ -7,7 +7,9 @@ endpoint, each call in a session of its own. Beside it: ``/healthz`` and ``/metr
 
 The catalog is refreshed on SIGHUP, every ``refresh_interval`` seconds if given, and when a
 source says its tools changed; then the gateway's own clients are told (a session's standalone
-stream; a 2026-07-28 client's ``subscriptions/listen``). SIGINT or SIGTERM stop it: new calls
+stream; a 2026-07-28 client's ``subscriptions/listen``). Tools that would share a name
+(``at.NameClash``, an upstream's doing here) never stop it: a refresh serves on the tools of
+before, a start leaves them out; either logs what clashed. SIGINT or SIGTERM stop it: new calls
 are refused, running ones get ``grace`` seconds to finish, then sessions end and the sources'
 processes stop.
 """
