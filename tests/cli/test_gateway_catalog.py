@@ -114,7 +114,7 @@ async def called(url: str, name: str, arguments: dict[str, Any] | None = None) -
 
 
 async def unknown(url: str, *names: str) -> None:
-    """Each name is no tool of the gateway's: a call is refused before any source sees it."""
+    """Each name is no tool of the gateway's: a call is refused (-32602 \"Unknown tool\")."""
     async with Client(url, cache=None) as client:
         for name in names:
             with pytest.raises(MCPError, match="Unknown tool"):
@@ -134,7 +134,7 @@ def alive_or_logged(gateway: GatewayProcess, event: str, count: int = 1) -> bool
     return len(gateway.events(event)) >= count
 
 
-# A clash of cleaned names (item 4).
+# A clash of cleaned names (issue 27, item 4).
 
 
 async def test_a_refresh_that_meets_a_clash_keeps_serving_the_tools_of_before(
@@ -250,7 +250,7 @@ async def test_a_start_with_a_clash_serves_the_rest_and_says_what_it_left_out(
     assert gateway.stop() == 0
 
 
-# Block patterns written with the upstream's names (item 10).
+# Block patterns written with the upstream's names (issue 27, item 10).
 
 LONG_SERVED = tool_name("tasks", LONG_NAME)
 
