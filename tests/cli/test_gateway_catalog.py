@@ -114,7 +114,7 @@ async def called(url: str, name: str, arguments: dict[str, Any] | None = None) -
 
 
 async def unknown(url: str, *names: str) -> None:
-    """Each name is no tool of the gateway's: a call is refused (-32602 \"Unknown tool\")."""
+    """Each name is no tool of the gateway's: a call is refused (-32602 "Unknown tool")."""
     async with Client(url, cache=None) as client:
         for name in names:
             with pytest.raises(MCPError, match="Unknown tool"):
