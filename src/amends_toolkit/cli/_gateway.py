@@ -7,7 +7,9 @@ endpoint, each call in a session of its own. Beside it: ``/healthz`` and ``/metr
 
 The catalog is refreshed on SIGHUP, every ``refresh_interval`` seconds if given, and when a
 source says its tools changed; then the gateway's own clients are told (a session's standalone
-stream; a 2026-07-28 client's ``subscriptions/listen``). SIGINT or SIGTERM stop it: new calls
+stream; a 2026-07-28 client's ``subscriptions/listen``). Tools that would share a name
+(``at.NameClash``, an upstream's doing here) never stop it: a refresh serves on the tools of
+before, a start leaves them out; either logs what clashed. SIGINT or SIGTERM stop it: new calls
 are refused, running ones get ``grace`` seconds to finish, then sessions end and the sources'
 processes stop.
 """
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import itertools
 import json
 import signal
 import socket
@@ -34,8 +37,9 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from amends_toolkit import adapters
-from amends_toolkit._errors import Failure, ToolSourceError
+from amends_toolkit._errors import Failure, NameClash, ToolSourceError
 from amends_toolkit._log import get_logger
+from amends_toolkit._peer import cut
 from amends_toolkit.cli._metrics import GatewayMetrics
 from amends_toolkit.cli._pinning import SessionPinning
 from amends_toolkit.cli._policy import GlobPolicy
@@ -44,7 +48,7 @@ from amends_toolkit.presentations import MontyRuntime, code_mode, tool_search
 from amends_toolkit.runtime import ActorRef, Member, Runtime, ToolEntry, Toolkit, assemble
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Generator
+    from collections.abc import AsyncIterator, Callable, Generator
 
     from anyio.abc import TaskGroup, TaskStatus
     from mcp.server.context import ServerRequestContext
@@ -52,7 +56,7 @@ if TYPE_CHECKING:
     from starlette.applications import Starlette
     from starlette.requests import Request
 
-    from amends_toolkit._definitions import ToolDefinition
+    from amends_toolkit._definitions import Decision, ToolDefinition
     from amends_toolkit._json import JsonObject, JsonValue
     from amends_toolkit.adapters.mcp_front import ToolkitServer
     from amends_toolkit.cli._config import GatewayConfig
@@ -67,6 +71,12 @@ NOTIFY_TIMEOUT = 1.0
 """The longest the gateway waits to tell one session that the list changed."""
 MAX_SESSIONS = 10_000
 """Sessions the gateway remembers to tell; the oldest is forgotten past it."""
+MAX_CLASHES_SHOWN = 10
+"""Clashing names a clash's warning lists (it counts them all)."""
+MAX_CLASHING_SHOWN = 5
+"""Tools a clash's warning lists for one name."""
+MAX_TOOL_NAME_SHOWN = 100
+"""The most characters of an upstream's tool name a warning shows."""
 
 
 @attrs.define
@@ -109,6 +119,8 @@ class Gateway:
         # stream is where a session client hears that the list changed.
         self._sessions: dict[str, ServerSession] = {}
         self._reported: set[str] = set()
+        self._unmatched: set[str] = set()
+        self._clash_noted: frozenset[str] = frozenset()
         self._draining = False
         self._in_flight = 0
         self._idle = anyio.Event()
@@ -140,7 +152,13 @@ class Gateway:
             if serve.presentation == "code":
                 self._sandbox = await stack.enter_async_context(MontyRuntime())
             with self.output.status("Discovering the sources' tools"):
-                toolkit, members = await self._discover()
+                catalog = await self._discover()
+            try:
+                toolkit, members = self._assemble(catalog)
+            except NameClash as clash:
+                self._clashed(clash, refresh=False)
+                toolkit, members = self._assemble(catalog, left_out=clash)
+            self.catalog = catalog
             self.front = adapters.mcp_server(
                 toolkit,
                 name="amends-toolkit",
@@ -249,9 +267,19 @@ class Gateway:
             await self.refresh()
 
     async def refresh(self) -> None:
-        """Discover every source again, serve the new toolkit, tell clients when it changed."""
+        """Discover every source again, serve the new toolkit, tell clients when it changed.
+
+        When names clash in the new catalogs, the tools served before are served on (each
+        call still reaches its source), and the clash is logged; the next refresh tries again.
+        """
         assert self.front is not None
-        toolkit, members = await self._discover()
+        catalog = await self._discover()
+        try:
+            toolkit, members = self._assemble(catalog)
+        except NameClash as clash:
+            self._clashed(clash, refresh=True)
+            return
+        self.catalog = catalog
         self.front.replace(toolkit, members=members)
         signature = self._signature(self.front.toolkit)
         changed = signature != self._served
@@ -260,10 +288,13 @@ class Gateway:
         if changed:
             await self._tell_clients()
 
-    async def _discover(self) -> tuple[Toolkit, list[Member]]:
+    async def _discover(self) -> dict[str, tuple[ToolDefinition, ...]]:
+        """Every source's catalog, listed again; one that fails to list keeps its last."""
+        catalog = dict(self.catalog)
+
         async def one(name: str, ref: ActorRef) -> None:
             try:
-                self.catalog[name] = tuple(await ref.discover())
+                catalog[name] = tuple(await ref.discover())
             except ToolSourceError as error:
                 self.failed[name] = f"{error.reason}: {error.message}"
                 _log.warning("gateway.discover_failed", source=name, reason=error.reason)
@@ -274,16 +305,71 @@ class Gateway:
         async with anyio.create_task_group() as tasks:
             for name, ref in self.refs.items():
                 tasks.start_soon(one, name, ref)
-        members = [Member(ref, self.catalog.get(name, ())) for name, ref in self.refs.items()]
-        self.policy.unnamed.clear()
-        toolkit = assemble(members, self.policy)
+        return catalog
+
+    def _assemble(
+        self, catalog: dict[str, tuple[ToolDefinition, ...]], *, left_out: NameClash | None = None
+    ) -> tuple[Toolkit, list[Member]]:
+        """The toolkit to serve, less the tools of a clash ``left_out``.
+
+        Raises:
+            NameClash: tools of the catalogs that would share one name.
+        """
+        members = [Member(ref, catalog.get(name, ())) for name, ref in self.refs.items()]
+        decide: Callable[[str, ToolDefinition], Decision] = self.policy
+        if left_out is not None:
+            clashing = {pair for pairs in left_out.clashes.values() for pair in pairs}
+
+            def leaving_out(source: str, definition: ToolDefinition) -> Decision:
+                decision = self.policy(source, definition)  # first: its patterns are noted
+                return "block" if (source, definition.name) in clashing else decision
+
+            decide = leaving_out
+        self.policy.reset()
+        toolkit = _watched(self._present(assemble(members, decide)))
         fresh = [name for name in self.policy.unnamed if name not in self._reported]
         if fresh:
             self._reported.update(fresh)
             self.output.note(
                 "blocked, as no [policy] pattern names them: " + ", ".join(sorted(fresh))
             )
-        return _watched(self._present(toolkit)), members
+        unmatched = [p for p in self.policy.unmatched() if p not in self._unmatched]
+        if unmatched:
+            self._unmatched.update(unmatched)
+            _log.warning("gateway.pattern_unmatched", patterns=unmatched)
+            self.output.note("[policy] patterns that match no tool: " + ", ".join(unmatched))
+        return toolkit, members
+
+    def _clashed(self, clash: NameClash, *, refresh: bool) -> None:
+        """Log a clash of names, and tell the operator (once for each set of names)."""
+        shown = [
+            (name, [(s, cut(t, MAX_TOOL_NAME_SHOWN)) for s, t in pairs[:MAX_CLASHING_SHOWN]])
+            for name, pairs in itertools.islice(clash.clashes.items(), MAX_CLASHES_SHOWN)
+        ]
+        _log.warning(
+            "gateway.name_clash",
+            served="previous" if refresh else "rest",
+            count=len(clash.clashes),
+            clashes=[
+                {"name": name, "tools": [{"source": s, "tool": t} for s, t in pairs]}
+                for name, pairs in shown
+            ],
+        )
+        names = frozenset(clash.clashes)
+        if names == self._clash_noted:
+            return
+        self._clash_noted = names
+        more = len(clash.clashes) - len(shown)
+        self.output.note(
+            ("the tools changed, but " if refresh else "")
+            + f"{len(clash.clashes)} tool name(s) clash, "
+            + ("so the tools of before are served" if refresh else "so they are left out")
+            + " (rename a source, or block all but one by its upstream name): "
+            + "; ".join(
+                f"{name} <- " + ", ".join(f"{s}/{t!r}" for s, t in pairs) for name, pairs in shown
+            )
+            + (f"; and {more} more" if more > 0 else "")
+        )
 
     def _present(self, toolkit: Toolkit) -> Toolkit:
         presentation = self.config.serve.presentation
