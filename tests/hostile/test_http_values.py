@@ -25,6 +25,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 import amends_toolkit as at
+from amends_toolkit.protocols.http import MAX_PATH_VALUE_LENGTH
 
 
 @attrs.frozen
@@ -219,6 +220,19 @@ async def test_a_path_value_that_would_leave_its_segment_is_refused_before_any_r
     assert failure.code == "InvalidInputError"
     assert "'id' is one segment of the path" in failure.message
     assert value not in failure.message
+    assert upstream.seen == []
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("value", ["%25" * 1_000_000 + "2F", "\uff41" * 4_000_000])
+async def test_a_path_value_of_megabytes_is_refused_before_it_is_decoded(
+    upstream: Upstream, value: str
+) -> None:
+    async with toolkit(upstream, hand_written()) as tools:
+        failure = at.Failure.from_json(await tools.call("api__getItem", {"id": value}))
+    assert failure is not None
+    assert failure.code == "InvalidInputError"
+    assert f"at most {MAX_PATH_VALUE_LENGTH} characters" in failure.message
     assert upstream.seen == []
 
 

@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 
 __all__ = (
     "MAX_PATH_DECODINGS",
+    "MAX_PATH_VALUE_LENGTH",
     "InputRefused",
     "header_text",
     "path_text",
@@ -67,6 +68,9 @@ _DOT_SEGMENTS = (".", "..")
 MAX_PATH_DECODINGS = 3
 """How many times over a path value is decoded to see that it stays one segment: a value still
 holding an escape after that many decodings is refused (no server stack decodes so often)."""
+MAX_PATH_VALUE_LENGTH = 4096
+"""How many characters a path value may have, its items and keys together: a longer one is
+refused before it is checked and encoded (servers refuse a request line past about 8 KB)."""
 
 
 class InputRefused(ValueError):
@@ -171,7 +175,8 @@ def path_text(
     Raises:
         InputRefused: the value is missing, would be empty, ``.`` or ``..`` (which URL
             normalization turns into another path), holds what a server would read as another
-            segment (see :func:`segment`), or cannot be sent in the style.
+            segment (see :func:`segment`), is longer than :data:`MAX_PATH_VALUE_LENGTH`, or
+            cannot be sent in the style.
     """
     if value is None:
         raise InputRefused(f"'{prop}' is required: it is part of the path.")
@@ -184,7 +189,7 @@ def path_text(
     if isinstance(value, list):
         if not value:
             raise InputRefused(f"'{prop}' is part of the path and may not be an empty list.")
-        texts = _items(prop, value)
+        texts = _short(prop, _items(prop, value))
         if style == "matrix" and exploded:
             key = quote(name, safe="")
             text = "".join(f";{key}={item}" for item in encoded(_clean(prop, texts, ";")))
@@ -195,6 +200,7 @@ def path_text(
         members = _members(prop, value)
         if not members:
             raise InputRefused(f"'{prop}' is part of the path and may not be an empty object.")
+        _short(prop, [part for pair in members for part in pair])
         if exploded:
             between = {"simple": ",", "label": ".", "matrix": ";"}[style]
             _clean(prop, [key for key, _ in members], "=" + between)
@@ -204,10 +210,19 @@ def path_text(
         else:
             text = _prefix(style, name) + ",".join(encoded(_flat(prop, members, ",")))
     else:
-        text = _prefix(style, name) + segment(prop, scalar(prop, value))
+        (text,) = _short(prop, [scalar(prop, value)])
+        text = _prefix(style, name) + segment(prop, text)
     if text in ("", *_DOT_SEGMENTS):
         raise InputRefused(f"'{prop}' is part of the path and may not be empty, '.' or '..'.")
     return text
+
+
+def _short(prop: str, texts: list[str]) -> list[str]:
+    if sum(map(len, texts)) > MAX_PATH_VALUE_LENGTH:
+        raise InputRefused(
+            f"'{prop}' is part of the path and may hold at most {MAX_PATH_VALUE_LENGTH} characters."
+        )
+    return texts
 
 
 def segment(prop: str, text: str) -> str:
