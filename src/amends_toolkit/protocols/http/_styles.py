@@ -60,14 +60,15 @@ _DELIMITERS = {
 # segment (uvicorn decodes %2F before routing; IIS and WHATWG URL parsers read a backslash as a
 # slash; a proxy or an app that decodes again splits at '?' or '#') or a dot segment, which a
 # server resolving dot segments (nginx, Tomcat) turns into another path. An escape is %XX, or
-# %uXXXX as IIS decodes it; NFKC maps the full-width forms (U+FF0F, U+FF0E, U+2025) to these.
+# %uXXXX, which IIS decodes and which is never decoded here, so it is refused; NFKC maps the
+# full-width forms (U+FF0F, U+FF0E, U+2025) to these.
 _ESCAPE = re.compile(r"%(?:[0-9A-Fa-f]{2}|[uU][0-9A-Fa-f]{4})")
-_WIDE_ESCAPE = re.compile(r"%[uU]([0-9A-Fa-f]{4})")
 _OUT_OF_SEGMENT = frozenset("/\\?#")
 _DOT_SEGMENTS = (".", "..")
 MAX_PATH_DECODINGS = 3
 """How many times over a path value is decoded to see that it stays one segment: a value still
-holding an escape after that many decodings is refused (no server stack decodes so often)."""
+holding an escape after that many decodings (or a ``%uXXXX`` one) is refused (no server stack
+decodes so often)."""
 MAX_PATH_VALUE_LENGTH = 4096
 """How many characters a path value may have, its items and keys together: a longer one is
 refused before it is checked and encoded (servers refuse a request line past about 8 KB)."""
@@ -240,7 +241,7 @@ def segment(prop: str, text: str) -> str:
             break
         if _ESCAPE.search(seen) is None:
             return quote(text, safe="")
-        seen = unquote(_WIDE_ESCAPE.sub(lambda match: chr(int(match[1], 16)), seen))
+        seen = unquote(seen)
     raise InputRefused(
         f"'{prop}' is one segment of the path, so it may not hold '/', '\\', '?' or '#', nor be "
         "'.' or '..', written as they are or percent-encoded (such as %2F or %252F)."
