@@ -211,9 +211,10 @@ def path_text(
         else:
             text = _prefix(style, name) + ",".join(encoded(_flat(prop, members, ",")))
     else:
-        (text,) = _short(prop, [scalar(prop, value)])
+        text = scalar(prop, value)
+        _short(prop, [text])
         text = _prefix(style, name) + segment(prop, text)
-    if text in ("", *_DOT_SEGMENTS):
+    if text in ("", ".", ".."):
         raise InputRefused(f"'{prop}' is part of the path and may not be empty, '.' or '..'.")
     return text
 
