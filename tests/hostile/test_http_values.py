@@ -10,15 +10,19 @@ parsers) or resolves dot segments (nginx, Tomcat).
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
+from pathlib import Path
 
 import attrs
 import httpx
+import mcp_types as types
 import pytest
 import uvicorn
+from mcp import Client
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -26,6 +30,7 @@ from starlette.routing import Route
 
 import amends_toolkit as at
 from amends_toolkit.protocols.http import MAX_PATH_VALUE_LENGTH
+from cli.gateway import GatewayProcess
 
 
 @attrs.frozen
@@ -98,19 +103,18 @@ class Upstream:
 
 
 @pytest.fixture(scope="module")
-def servers() -> Iterator[tuple[str, list[Seen], str, list[Seen]]]:
+def servers() -> Iterator[Upstream]:
     seen: list[Seen] = []
     elsewhere: list[Seen] = []
     with serving(seen) as host, serving(elsewhere) as other_host:
-        yield host, seen, other_host, elsewhere
+        yield Upstream(host=host, seen=seen, other_host=other_host, elsewhere=elsewhere)
 
 
 @pytest.fixture
-def upstream(servers: tuple[str, list[Seen], str, list[Seen]]) -> Upstream:
-    host, seen, other_host, elsewhere = servers
-    seen.clear()
-    elsewhere.clear()
-    return Upstream(host=host, seen=seen, other_host=other_host, elsewhere=elsewhere)
+def upstream(servers: Upstream) -> Upstream:
+    servers.seen.clear()
+    servers.elsewhere.clear()
+    return servers
 
 
 def document(style: str, explode: bool) -> at.JsonObject:
@@ -223,6 +227,49 @@ async def test_a_path_value_that_would_leave_its_segment_is_refused_before_any_r
     assert "'id' is one segment of the path" in failure.message
     assert value not in failure.message
     assert upstream.seen == []
+
+
+@pytest.fixture
+def gateway(upstream: Upstream, tmp_path: Path) -> Iterator[GatewayProcess]:
+    """``amends-toolkit serve`` over the app's OpenAPI document, ``getSecret`` blocked."""
+    (tmp_path / "items.json").write_text(json.dumps(document("simple", False)))
+    config = tmp_path / "gateway.toml"
+    config.write_text(
+        f"""
+[[sources]]
+name = "items"
+openapi = "items.json"
+base_url = "http://{upstream.host}"
+
+[policy]
+allow = ["items__getItem"]
+block = ["items__getSecret"]
+"""
+    )
+    process = GatewayProcess(config)
+    try:
+        process.wait_ready()
+        yield process
+    finally:
+        process.stop()
+
+
+@pytest.mark.anyio
+async def test_through_the_gateway_a_client_cannot_reach_the_blocked_operation_by_a_path_value(
+    upstream: Upstream, gateway: GatewayProcess
+) -> None:
+    async with Client(gateway.wait_ready(), cache=None) as client:
+        assert {tool.name for tool in (await client.list_tools()).tools} == {"items__getItem"}
+        refused = await client.call_tool("items__getItem", {"id": "1/secret"})
+        assert upstream.seen == []
+        answered = await client.call_tool("items__getItem", {"id": "1"})
+    assert refused.is_error
+    (block,) = refused.content
+    assert isinstance(block, types.TextContent)
+    assert "'id' is one segment of the path" in block.text
+    assert "1/secret" not in block.text
+    assert not answered.is_error
+    assert [(seen.handler, seen.id) for seen in upstream.seen] == [("item", "1")]
 
 
 @pytest.mark.anyio
