@@ -307,7 +307,7 @@ class Gateway:
                     "gateway.discover_failed",
                     source=name,
                     reason=error.reason,
-                    message=error.message,
+                    error=error.message,
                 )
             else:
                 self.failed.pop(name, None)
