@@ -591,8 +591,8 @@ async def test_a_page_never_holds_more_than_page_size_tools() -> None:
 
 @pytest.mark.parametrize(
     "cursor",
-    ["", "abc", "-7", "٣", "1" * 13, "x" * 100_000],
-    ids=["empty", "letters", "negative", "arabic-digit", "too-long", "huge"],
+    ["", "abc", "-7", "٣", "1" * 13, "9" * 5_000],
+    ids=["empty", "letters", "negative", "arabic-digit", "too-long", "past-int-digits"],
 )
 async def test_a_cursor_the_server_did_not_write_is_invalid_params(cursor: str) -> None:
     async with Client(at.adapters.mcp_server(many(3), name="many", page_size=2).server) as sdk:
