@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import functools
 import itertools
 import json
 import signal
@@ -274,7 +273,8 @@ class Gateway:
         When names clash in the new catalogs, the tools served before are served on (each
         call still reaches its source), and the clash is logged; the next refresh tries again.
         """
-        assert self.front is not None
+        front = self.front
+        assert front is not None
         catalog = await self._discover()
         try:
             toolkit, members = self._assemble(catalog)
@@ -282,14 +282,16 @@ class Gateway:
             self._clashed(clash, refresh=True)
             return
         self.catalog = catalog
-        # The listing is built in work linear in the catalog: off the event loop.
-        await anyio.to_thread.run_sync(
-            functools.partial(self.front.replace, toolkit, members=members)
-        )
-        signature = self._signature(self.front.toolkit)
+
+        def serve() -> tuple[tuple[str, str, str], ...]:
+            front.replace(toolkit, members=members)
+            return self._signature(front.toolkit)
+
+        # The listing and the signature are work linear in the catalog: off the event loop.
+        signature = await anyio.to_thread.run_sync(serve)
         changed = signature != self._served
         self._served = signature
-        _log.info("gateway.refreshed", tools=len(self.front.toolkit), changed=changed)
+        _log.info("gateway.refreshed", tools=len(front.toolkit), changed=changed)
         if changed:
             await self._tell_clients()
 
