@@ -222,14 +222,14 @@ async def test_a_refresh_builds_the_listing_in_a_worker_thread(tmp_path: Path) -
         built_in.append(threading.current_thread())
         replace(toolkit)
 
-    async def discovered() -> tuple[at.Toolkit, list[at.Member]]:
-        return toolkit, []
+    async def discovered() -> dict[str, tuple[at.ToolDefinition, ...]]:
+        return {}
 
     front.replace = recorded  # type: ignore[method-assign]
     gateway._discover = discovered  # type: ignore[method-assign]
     await gateway.refresh()
-    assert built_in
-    assert built_in != [threading.main_thread()]
+    [thread] = built_in
+    assert thread is not threading.main_thread()
 
 
 SECRET_PATH = "/hooks/T0A1B2C3D4/sk_live_4eC39HqLyjWDarjtT1zdp7dc/mcp"
