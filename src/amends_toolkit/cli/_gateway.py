@@ -276,19 +276,20 @@ class Gateway:
         front = self.front
         assert front is not None
         catalog = await self._discover()
-        try:
+
+        def serve() -> tuple[tuple[str, str, str], ...]:
             toolkit, members = self._assemble(catalog)
+            front.replace(toolkit, members=members)
+            return self._signature(front.toolkit)
+
+        # The toolkit, its listing and its signature are work linear in the catalog (seconds
+        # for tens of thousands of tools): off the event loop, one refresh at a time.
+        try:
+            signature = await anyio.to_thread.run_sync(serve)
         except NameClash as clash:
             self._clashed(clash, refresh=True)
             return
         self.catalog = catalog
-
-        def serve() -> tuple[tuple[str, str, str], ...]:
-            front.replace(toolkit, members=members)
-            return self._signature(front.toolkit)
-
-        # The listing and the signature are work linear in the catalog: off the event loop.
-        signature = await anyio.to_thread.run_sync(serve)
         changed = signature != self._served
         self._served = signature
         _log.info("gateway.refreshed", tools=len(front.toolkit), changed=changed)
