@@ -253,6 +253,10 @@ class ToolkitServer:
         return _answer(result)
 
 
+_MAX_CURSOR: Final = 12
+"""Digits of a cursor: past any toolkit's length."""
+
+
 def _position(cursor: str) -> int:
     """Where the page a cursor names begins: a cursor is the position of its page's first tool,
     as ``_list_tools`` wrote it. A listing that spans a ``replace`` may miss or repeat a tool;
@@ -262,10 +266,6 @@ def _position(cursor: str) -> int:
             code=types.INVALID_PARAMS, message="Invalid cursor: list the tools again without one."
         )
     return int(cursor)
-
-
-_MAX_CURSOR: Final = 12
-"""Digits of a cursor: past any toolkit's length."""
 
 
 class _HostChecked:
