@@ -32,6 +32,7 @@ import attrs
 import mcp_types as types
 import uvicorn
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
+from mcp.shared.exceptions import MCPError
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
@@ -109,7 +110,7 @@ class Gateway:
         self.policy = GlobPolicy(config.policy)
         self.refs: dict[str, ActorRef] = {}
         self.catalog: dict[str, tuple[ToolDefinition, ...]] = {}
-        self.failed: dict[str, str] = {}
+        self.failed: dict[str, ToolSourceError] = {}
         self.discovered: set[str] = set()
         self.metrics = GatewayMetrics(lambda: {n: r.statistics() for n, r in self.refs.items()})
         self.front: ToolkitServer | None = None
@@ -216,7 +217,7 @@ class Gateway:
         self.output.served(
             f"http://{serve.host}:{self.port}{serve.path}",
             self.front.toolkit,
-            failed=self.failed,
+            failed={name: f"{e.reason}: {e.message}" for name, e in self.failed.items()},
         )
         if not self.approve_on_terminal and any(
             t.needs_approval is not False for t in self.front.toolkit.tools.values()
@@ -272,19 +273,26 @@ class Gateway:
         When names clash in the new catalogs, the tools served before are served on (each
         call still reaches its source), and the clash is logged; the next refresh tries again.
         """
-        assert self.front is not None
+        front = self.front
+        assert front is not None
         catalog = await self._discover()
-        try:
+
+        def serve() -> tuple[tuple[str, str, str], ...]:
             toolkit, members = self._assemble(catalog)
+            front.replace(toolkit, members=members)
+            return self._signature(front.toolkit)
+
+        # The toolkit, its listing and its signature are work linear in the catalog (seconds
+        # for tens of thousands of tools): off the event loop, one refresh at a time.
+        try:
+            signature = await anyio.to_thread.run_sync(serve)
         except NameClash as clash:
             self._clashed(clash, refresh=True)
             return
         self.catalog = catalog
-        self.front.replace(toolkit, members=members)
-        signature = self._signature(self.front.toolkit)
         changed = signature != self._served
         self._served = signature
-        _log.info("gateway.refreshed", tools=len(self.front.toolkit), changed=changed)
+        _log.info("gateway.refreshed", tools=len(front.toolkit), changed=changed)
         if changed:
             await self._tell_clients()
 
@@ -296,8 +304,14 @@ class Gateway:
             try:
                 catalog[name] = tuple(await ref.discover())
             except ToolSourceError as error:
-                self.failed[name] = f"{error.reason}: {error.message}"
-                _log.warning("gateway.discover_failed", source=name, reason=error.reason)
+                self.failed[name] = error
+                # The whole message (it may name an address or a command) is the operator's.
+                _log.warning(
+                    "gateway.discover_failed",
+                    source=name,
+                    reason=error.reason,
+                    error=error.message,
+                )
             else:
                 self.failed.pop(name, None)
             self.discovered.add(name)
@@ -432,6 +446,8 @@ class Gateway:
             token = _CALL.set(record)
             self._in_flight += 1
             started = time.perf_counter()
+            # A metric's label names a tool served, never a client's text.
+            served = params.name in front.toolkit
             outcome = "cancelled"
             try:
                 result = cast("types.CallToolResult", await call_tool(ctx, params))
@@ -441,6 +457,13 @@ class Gateway:
                     record.code = "InvalidInputError"
                 outcome = record.code or "ok"
                 return result
+            except MCPError:
+                # The front's one protocol error of a call: a name it does not serve (or blocks).
+                outcome = "NotFoundError"
+                raise
+            except Exception:
+                outcome = "UnknownError"
+                raise
             finally:
                 seconds = time.perf_counter() - started
                 _CALL.reset(token)
@@ -448,8 +471,13 @@ class Gateway:
                 if self._in_flight == 0:
                     self._idle.set()
                     self._idle = anyio.Event()
-                self.metrics.record(params.name, None if outcome == "ok" else outcome, seconds)
-                # One line per call, without its input or its answer (they may be secrets).
+                self.metrics.record(
+                    params.name if served else None,
+                    None if outcome == "ok" else outcome,
+                    seconds,
+                )
+                # One line per call, without its input or its answer (they may be secrets);
+                # an unknown name is cut, as every text field of a log line is.
                 _log.info(
                     "gateway.call",
                     tool=params.name,
@@ -484,6 +512,7 @@ class Gateway:
 
     def _app(self, front: ToolkitServer) -> Starlette:
         serve = self.config.serve
+        # The operator's routes are added to the front's app, behind its Host and Origin check.
         app = front.streamable_http_app(path=serve.path, host=serve.host)
 
         async def healthz(request: Request) -> Response:
@@ -491,7 +520,7 @@ class Gateway:
             body = {
                 "ready": ready,
                 "sources": {
-                    name: ("failed: " + self.failed[name]) if name in self.failed else "ok"
+                    name: _health(self.failed[name]) if name in self.failed else "ok"
                     for name in self.refs
                 },
                 "tools": 0 if self.front is None else len(self.front.toolkit),
@@ -505,6 +534,17 @@ class Gateway:
 
         app.router.routes.extend([Route("/healthz", healthz), Route("/metrics", metrics)])
         return app
+
+
+def _health(error: ToolSourceError) -> str:
+    """What ``/healthz`` says of a source that failed: its reason and the reason's own words.
+
+    Never the error's message, which may name an address, a URL's path or a command: that is
+    in the log, ``gateway.discover_failed``, for the operator.
+    """
+    return (
+        f"failed: {error.reason}: {error.default_message} See gateway.discover_failed in the log."
+    )
 
 
 def _watched(toolkit: Toolkit) -> Toolkit:
