@@ -13,7 +13,7 @@ import sys
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import anyio
 import httpx
@@ -22,10 +22,16 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
+from mcp_types.methods import serialize_server_result
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse, Response
+from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 import amends_toolkit as at
 from amends_toolkit import JsonObject, JsonValue
+from amends_toolkit._peer import MAX_MODEL_TEXT
+from amends_toolkit.adapters import mcp_front
 from amends_toolkit.adapters.mcp_front import ToolkitServer
 
 pytestmark = pytest.mark.anyio
@@ -514,3 +520,153 @@ async def test_a_schema_mcp_cannot_list_leaves_that_tool_out_alone(
     assert shouted.content[0].text == "HELLO"  # type: ignore[union-attr]
     assert "tasks__count" not in server.toolkit
     assert "mcp_server.tool_left_out" in caplog.text
+
+
+class Many:
+    """A source of many tools, each answering its own name."""
+
+    name = "many"
+
+    async def discover(self) -> Sequence[at.ToolDefinition]:
+        return []
+
+    async def call(self, tool: str, input: JsonObject) -> JsonValue:
+        return tool
+
+
+def many(count: int) -> at.Toolkit:
+    definitions = [
+        at.ToolDefinition(name=f"t{index:04d}", description=f"Tool {index}.", input_schema=EMPTY)
+        for index in range(count)
+    ]
+    return at.assemble([at.Member(Many(), definitions)], lambda _, __: "allow")
+
+
+async def sdk_pages(sdk: Client) -> list[list[str]]:
+    pages: list[list[str]] = []
+    cursor = None
+    while True:
+        page = await sdk.list_tools(cursor=cursor)
+        pages.append([tool.name for tool in page.tools])
+        cursor = page.next_cursor
+        if cursor is None:
+            return pages
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_a_large_toolkit_is_listed_in_pages_the_sdk_client_follows(
+    mode: Literal["auto", "legacy"],
+) -> None:
+    toolkit = many(1_234)
+    async with Client(at.adapters.mcp_server(toolkit, name="many").server, mode=mode) as sdk:
+        pages = await sdk_pages(sdk)
+        last = await sdk.call_tool("many__t1233", {})
+    assert [len(page) for page in pages] == [500, 500, 234]
+    assert [name for page in pages for name in page] == list(toolkit.tools)
+    assert last.content[0].text == "t1233"  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_our_client_follows_the_pages(era: Era) -> None:
+    toolkit = many(23)
+    async with our_client(at.adapters.mcp_server(toolkit, name="many", page_size=5), era) as (
+        client,
+        _,
+    ):
+        listed = await client.discover()
+    assert [definition.name for definition in listed] == list(toolkit.tools)
+
+
+async def test_a_page_never_holds_more_than_page_size_tools() -> None:
+    toolkit = many(20)
+    async with Client(at.adapters.mcp_server(toolkit, name="many", page_size=7).server) as sdk:
+        pages = await sdk_pages(sdk)
+        past_the_end = await sdk.list_tools(cursor="9999")
+    assert [len(page) for page in pages] == [7, 7, 6]
+    assert (past_the_end.tools, past_the_end.next_cursor) == ([], None)
+    for size in (0, -1, 2.5, True):
+        with pytest.raises(ValueError, match="page_size"):
+            at.adapters.mcp_server(toolkit, name="many", page_size=size)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    "cursor",
+    ["", "abc", "-7", "٣", "1" * 13, "9" * 5_000],
+    ids=["empty", "letters", "negative", "arabic-digit", "too-long", "past-int-digits"],
+)
+async def test_a_cursor_the_server_did_not_write_is_invalid_params(cursor: str) -> None:
+    async with Client(at.adapters.mcp_server(many(3), name="many", page_size=2).server) as sdk:
+        with pytest.raises(MCPError) as refused:
+            await sdk.list_tools(cursor=cursor)
+    assert refused.value.error.code == -32602
+    assert cursor not in refused.value.error.message or not cursor
+
+
+async def test_the_listing_is_built_once_per_toolkit_not_per_request(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    built: list[int] = []
+    serve = ToolkitServer._serve
+
+    def counted(self: ToolkitServer, toolkit: at.Toolkit, members: object) -> object:
+        built.append(len(toolkit))
+        return serve(self, toolkit, members)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(ToolkitServer, "_serve", counted)
+    server = at.adapters.mcp_server(many(30), name="many", page_size=10)
+    async with Client(server.server) as sdk:
+        for _ in range(3):
+            assert sum(map(len, await sdk_pages(sdk))) == 30
+        server.replace(many(12))
+        assert sum(map(len, await sdk_pages(sdk))) == 12
+    assert built == [30, 12]
+
+
+async def test_the_listing_is_checked_a_page_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Each check is one call into pydantic-core, which holds the interpreter: a page's worth
+    # at most, so a worker thread that builds a listing leaves the event loop its turns.
+    checked: list[int] = []
+
+    def counted(method: str, version: str, data: dict[str, Any]) -> dict[str, Any]:
+        checked.append(len(data["tools"]))
+        return serialize_server_result(method, version, data)
+
+    monkeypatch.setattr(mcp_front, "serialize_server_result", counted)
+    at.adapters.mcp_server(many(25), name="many", page_size=10)
+    assert max(checked) == 10
+    assert sum(checked) == 25 * len(mcp_front._VERSIONS)
+
+
+async def test_an_unknown_name_is_echoed_cut() -> None:
+    name = "x" * 100_000
+    async with Client(at.adapters.mcp_server(many(1), name="many").server) as sdk:
+        with pytest.raises(MCPError) as refused:
+            await sdk.call_tool(name, {})
+    assert refused.value.error.message.startswith("Unknown tool: xxx")
+    assert len(refused.value.error.message) <= MAX_MODEL_TEXT + len("Unknown tool: ")
+
+
+async def test_every_route_of_the_app_is_behind_the_host_check() -> None:
+    app = front(Tasks(), Asked(True)).streamable_http_app()
+
+    async def extra(request: Request) -> Response:
+        return PlainTextResponse("operator's")
+
+    app.router.routes.append(Route("/extra", extra))
+    async with (
+        app.router.lifespan_context(app),
+        httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url=BASE) as http,
+    ):
+        assert (await http.get("/extra")).text == "operator's"
+        for path in ("/extra", "/mcp"):
+            foreign = await http.get(path, headers={"Host": "attacker.example"})
+            assert (foreign.status_code, foreign.text) == (421, "Invalid Host header")
+            origin = await http.get(path, headers={"Origin": "http://attacker.example"})
+            assert origin.status_code == 403
+    # Where the SDK turns the check off (not a loopback host), it is off for every route.
+    open_app = front(Tasks(), Asked(True)).streamable_http_app(host="0.0.0.0")
+    open_app.router.routes.append(Route("/extra", extra))
+    async with httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=open_app), base_url=BASE
+    ) as http:
+        assert (await http.get("/extra", headers={"Host": "gateway.example"})).status_code == 200

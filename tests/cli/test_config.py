@@ -160,3 +160,56 @@ def test_the_most_restrictive_match_wins_and_an_unnamed_tool_is_blocked() -> Non
     assert policy("tasks", tool("delete_all")) == "block"
     assert policy("files", tool("read")) == "block"
     assert policy.unnamed == ["files__read"]
+
+
+def test_a_pattern_names_a_tool_by_its_model_facing_name_or_its_upstream_name() -> None:
+    long = "export_every_record_of_every_table_to_a_file_in_the_archive_right_away"
+    policy = GlobPolicy(
+        PolicyConfig(
+            allow=("tasks__*", "notes__list.notes", "read_*"),
+            block=("tasks__admin.delete", long, "tasks__drop_*"),
+        )
+    )
+
+    def tool(name: str) -> at.ToolDefinition:
+        return at.ToolDefinition(name=name, description="", input_schema={"type": "object"})
+
+    # block wins over allow whichever name it matched: the upstream's after its source's, the
+    # upstream's alone (a cut name), or the model-facing one (the upstream's is drop.all).
+    assert policy("tasks", tool("admin.delete")) == "block"
+    assert policy("tasks", tool(long)) == "block"
+    assert policy("tasks", tool("drop.all")) == "block"
+    assert policy("tasks", tool("admin_delete")) == "allow"  # another tool
+    assert policy("notes", tool("list.notes")) == "allow"  # by its upstream name only
+    # allow never reads a name alone: an upstream's name must not reach another source's allow.
+    assert policy("notes", tool("read_notes")) == "block"
+    assert policy.unnamed == ["notes__read_notes"]
+
+
+def test_the_patterns_that_named_no_tool_since_a_reset_are_unmatched() -> None:
+    policy = GlobPolicy(
+        PolicyConfig(
+            allow=("tasks__*", "files__*"),
+            approve=("tasks__delete_*",),
+            block=("tasks__delete_all", "tasks__nothing", "admin.*"),
+        )
+    )
+
+    def tool(name: str) -> at.ToolDefinition:
+        return at.ToolDefinition(name=name, description="", input_schema={"type": "object"})
+
+    assert len(policy.unmatched()) == 6
+    for name in ("list", "delete_all", "admin.purge"):
+        policy("tasks", tool(name))
+    # A pattern that named a tool counts, even one that a more restrictive pattern overruled.
+    assert policy.unmatched() == ["block: tasks__nothing", "allow: files__*"]
+    policy.reset()
+    policy("files", tool("read"))
+    assert policy.unmatched() == [
+        "block: tasks__delete_all",
+        "block: tasks__nothing",
+        "block: admin.*",
+        "approve: tasks__delete_*",
+        "allow: tasks__*",
+    ]
+    assert policy.unnamed == []

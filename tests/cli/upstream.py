@@ -4,6 +4,9 @@
   and to delete (destructive), a ``secret`` tool the policy blocks, and ``slow``, which answers
   after the seconds it is given.
 - ``notes_app()``: a Starlette API and its OpenAPI document (``NOTES_DOCUMENT``).
+- ``names_app()``: an SDK MCP server whose tools' names the gateway cleans (``admin.delete``) or
+  cuts (``LONG_NAME``), and whose ``add_clash`` adds ``list.tasks`` beside ``list_tasks`` (one
+  model-facing name for both) and says that the tools changed.
 - run as a script (``python upstream.py stdio``): an SDK MCP server over stdio whose ``grow`` tool
   adds a tool and says so (``notifications/tools/list_changed``).
 """
@@ -93,6 +96,56 @@ def tasks_app(release: threading.Event | None = None) -> Any:
 
     app = server.streamable_http_app(stateless_http=False, json_response=False)
     app.state.mcp = server  # a test adds tools to it
+    return app
+
+
+LONG_NAME = "export_every_record_of_every_table_to_a_file_in_the_archive_right_away"
+"""A tool name of 70 characters: its model-facing name is cut."""
+CLASHING = "list.tasks"
+"""What ``add_clash`` adds: ``tasks__list_tasks`` once cleaned, as ``list_tasks`` is."""
+
+
+def names_app(*, clashing: bool = False) -> Any:
+    """``clashing``: ``list.tasks`` is there from the start."""
+    from mcp.server import MCPServer
+
+    server = MCPServer("names")
+
+    @server.tool()
+    def list_tasks() -> list[str]:
+        """List the tasks."""
+        return ["water the plants", "buy bread"]
+
+    def admin_delete() -> str:
+        """Delete every task."""
+        return "deleted everything"
+
+    def export() -> str:
+        """Export every record."""
+        return "exported everything"
+
+    def clash() -> str:
+        """List the tasks, under a name that clashes once cleaned."""
+        return "the clashing tool"
+
+    @server.tool()
+    def echo(text: str) -> str:
+        """Answer with the text given."""
+        return text
+
+    @server.tool()
+    async def add_clash(ctx: Context) -> str:
+        """Add ``list.tasks``, and say that the tools changed (to subscriptions/listen)."""
+        server.add_tool(clash, name=CLASHING)
+        await ctx.notify_tools_changed()
+        return "clashing"
+
+    server.add_tool(admin_delete, name="admin.delete")
+    server.add_tool(export, name=LONG_NAME)
+    if clashing:
+        server.add_tool(clash, name=CLASHING)
+    app = server.streamable_http_app(stateless_http=False, json_response=False)
+    app.state.mcp = server  # a test takes tools away
     return app
 
 

@@ -17,10 +17,15 @@ if TYPE_CHECKING:
     from amends_toolkit.runtime import Member, Toolkit
     from amends_toolkit.runtime._session import Approve, OnError
 
-__all__ = ("mcp_server",)
+__all__ = ("LIST_PAGE_SIZE", "mcp_server")
 
 _SDK: Final = ("mcp", "mcp_types")
 """The modules of the official SDK, which the ``mcp-server`` extra installs."""
+
+LIST_PAGE_SIZE: Final = 500
+"""Tools in one page of ``tools/list`` (the default of ``page_size``): a client follows
+``nextCursor`` for the rest, so one request costs the server this many tools' work however
+large the toolkit is."""
 
 
 def mcp_server(
@@ -33,6 +38,7 @@ def mcp_server(
     on_error: OnError | None = None,
     timeout: float | None = None,
     members: Iterable[Member] = (),
+    page_size: int = LIST_PAGE_SIZE,
 ) -> ToolkitServer:
     """Serve a toolkit, as assembled or presented, as an MCP server, with the host's policy.
 
@@ -54,6 +60,9 @@ def mcp_server(
         members: The assembly's members, when the host wants each tool listed with its
             source's hints (``annotations``: title, read-only, destructive, idempotent, open
             world); a toolkit does not keep them. Tools of a presentation have none.
+        page_size: Tools in one page of ``tools/list`` (:data:`LIST_PAGE_SIZE`); a client
+            follows ``nextCursor`` for the rest, so a request costs this many tools' work
+            however many the server serves.
 
     Each call runs in its own :class:`~amends_toolkit.Session`, so it checks the input against
     the tool's schema (the SDK checks nothing), asks approval, applies the timeout and shows
@@ -75,7 +84,8 @@ def mcp_server(
         ModuleNotFoundError: the ``mcp`` SDK is not installed; the message names the
             ``pip install`` line of the ``mcp-server`` extra.
         TypeError: ``toolkit`` is no Toolkit.
-        ValueError: ``timeout`` is not a positive number of seconds.
+        ValueError: ``timeout`` is not a positive number of seconds, or ``page_size`` is
+            not a whole number from 1.
     """
     # Imported here so that amends_toolkit.adapters imports without the optional SDK.
     try:
@@ -94,4 +104,5 @@ def mcp_server(
         on_error=on_error,
         timeout=timeout,
         members=members,
+        page_size=page_size,
     )

@@ -11,31 +11,37 @@ The SDK speaks the protocol (the stateless 2026-07-28 era and sessions of the ea
 on one endpoint); the toolkit decides everything else: which tools exist, what input a tool takes
 (the SDK validates no argument against a schema), and what a call answers. A source's media
 (MCP content blocks) go to the client as blocks, and its progress to a client that asked.
+``tools/list`` answers ``page_size`` tools a page, from a listing built once per toolkit.
 """
 
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
 import mcp_types as types
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
+from mcp.server.transport_security import TransportSecurityMiddleware
 from mcp.shared.exceptions import MCPError
 from mcp_types.methods import serialize_server_result
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 from pydantic import TypeAdapter, ValidationError
+from starlette.requests import Request
 
 from amends_toolkit._content import content_parts
 from amends_toolkit._log import get_logger
+from amends_toolkit._peer import cut
+from amends_toolkit.adapters._mcp_server import LIST_PAGE_SIZE
 from amends_toolkit.runtime import Member, Session, Toolkit
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Mapping
+    from collections.abc import Iterable, Mapping, Sequence
 
     from mcp.server.context import ServerRequestContext
     from mcp.server.transport_security import TransportSecuritySettings
     from starlette.applications import Starlette
+    from starlette.types import ASGIApp, Receive, Scope, Send
 
     from amends_toolkit._definitions import Annotations
     from amends_toolkit._errors import Failure
@@ -53,6 +59,14 @@ _BLOCKS: TypeAdapter[list[types.ContentBlock]] = TypeAdapter(list[types.ContentB
 
 def _never(name: str, input: JsonObject) -> bool:
     return False
+
+
+class _Served(NamedTuple):
+    """A toolkit as served, and its listing: replaced at once, so a listing and a call never
+    see two toolkits."""
+
+    toolkit: Toolkit
+    tools: Sequence[types.Tool]
 
 
 class ToolkitServer:
@@ -78,39 +92,19 @@ class ToolkitServer:
         on_error: OnError | None = None,
         timeout: float | None = None,
         members: Iterable[Member] = (),
+        page_size: int = LIST_PAGE_SIZE,
     ) -> None:
         if not isinstance(toolkit, Toolkit):
             raise TypeError(f"mcp_server serves a Toolkit, not {type(toolkit).__name__}")
-        if approve is None:
-            # A server cannot ask a person: a tool that always needs approval is not offered,
-            # and a call that needs it by its input is refused as a person's refusal would be.
-            toolkit = Toolkit.from_entries(
-                entry for entry in toolkit.entries() if entry.tool.needs_approval is not True
-            )
-        hints = {
-            (member.source.name, definition.name): definition.annotations
-            for member in members
-            for definition in member.definitions
-        }
-        listed = {
-            entry.name: types.Tool(
-                name=entry.tool.name,
-                description=entry.tool.description,
-                input_schema=_object_root(entry.tool.input_schema),
-                annotations=None if entry.route is None else _annotations(hints.get(entry.route)),
-            )
-            for entry in toolkit.entries()
-        }
-        unlistable = _unlistable(list(listed.values()))
-        if unlistable:
-            toolkit = Toolkit.from_entries(e for e in toolkit.entries() if e.name not in unlistable)
-        self.toolkit = toolkit
-        self._tools = [tool for name, tool in listed.items() if name not in unlistable]
+        if isinstance(page_size, bool) or not isinstance(page_size, int) or page_size < 1:
+            raise ValueError(f"page_size must be a whole number of tools from 1, not {page_size!r}")
         self._approve: Approve = _never if approve is None else approve
         self._on_error = on_error
         self._timeout = timeout
+        self._page_size = page_size
+        self._served = self._serve(toolkit, members)
         # Refuse a bad timeout now, not at the first call.
-        Session(toolkit, approve=self._approve, on_error=on_error, timeout=timeout)
+        Session(self.toolkit, approve=self._approve, on_error=on_error, timeout=timeout)
         self.server: Server[Any] = Server(
             name,
             version=version,
@@ -119,6 +113,11 @@ class ToolkitServer:
             on_list_tools=self._list_tools,
             on_call_tool=self._call_tool,
         )
+
+    @property
+    def toolkit(self) -> Toolkit:
+        """The tools served now (see the class's attributes)."""
+        return self._served.toolkit
 
     def streamable_http_app(
         self,
@@ -141,16 +140,25 @@ class ToolkitServer:
             json_response: Answer the sessions' requests as JSON rather than event streams.
             transport_security: The SDK's allowed hosts and origins.
 
+        Every route of the app, the endpoint and any a host adds to ``app.router.routes`` (a
+        health check, metrics), is behind that one Host and Origin check: a foreign ``Host``
+        is answered 421, a foreign ``Origin`` 403.
+
         The app's lifespan runs the SDK's session manager: serve it with an ASGI server that
         runs lifespans (uvicorn does), or enter ``app.router.lifespan_context(app)``. Build it
         once: the SDK's server holds the session manager of the last app built.
         """
-        return self.server.streamable_http_app(
+        app = self.server.streamable_http_app(
             streamable_http_path=path,
             host=host,
             json_response=json_response,
             transport_security=transport_security,
         )
+        # The SDK checks at its endpoint alone; the same settings, its own, guard every route.
+        settings = self.server.session_manager.security_settings
+        if settings is not None and settings.enable_dns_rebinding_protection:
+            app.add_middleware(_HostChecked, check=TransportSecurityMiddleware(settings))
+        return app
 
     async def run_stdio(self) -> None:
         """Serve one client over the process's stdin and stdout until stdin closes.
@@ -168,16 +176,41 @@ class ToolkitServer:
 
         Calls running finish on the toolkit they began on; the next ``tools/list`` and
         ``tools/call`` see the new one. Telling clients that the list changed is the host's.
+
+        The listing is built here, once, in work linear in the toolkit (a large one takes
+        seconds): a server of a large toolkit calls it in a worker thread, as the gateway does
+        (``await anyio.to_thread.run_sync(functools.partial(front.replace, toolkit))``); the
+        new toolkit and its listing are served together once it returns.
         """
-        fresh = ToolkitServer(
-            toolkit,
-            name=self.server.name,
-            approve=None if self._approve is _never else self._approve,
-            on_error=self._on_error,
-            timeout=self._timeout,
-            members=members,
+        self._served = self._serve(toolkit, members)
+
+    def _serve(self, toolkit: Toolkit, members: Iterable[Member]) -> _Served:
+        if self._approve is _never:
+            # A server cannot ask a person: a tool that always needs approval is not offered,
+            # and a call that needs it by its input is refused as a person's refusal would be.
+            toolkit = Toolkit.from_entries(
+                entry for entry in toolkit.entries() if entry.tool.needs_approval is not True
+            )
+        hints = {
+            (member.source.name, definition.name): definition.annotations
+            for member in members
+            for definition in member.definitions
+        }
+        listed = {
+            entry.name: types.Tool(
+                name=entry.tool.name,
+                description=entry.tool.description,
+                input_schema=_object_root(entry.tool.input_schema),
+                annotations=None if entry.route is None else _annotations(hints.get(entry.route)),
+            )
+            for entry in toolkit.entries()
+        }
+        unlistable = _unlistable(list(listed.values()), self._page_size)
+        if unlistable:
+            toolkit = Toolkit.from_entries(e for e in toolkit.entries() if e.name not in unlistable)
+        return _Served(
+            toolkit, tuple(tool for name, tool in listed.items() if name not in unlistable)
         )
-        self.toolkit, self._tools = fresh.toolkit, fresh._tools
 
     def _input_schema(self, name: str) -> Mapping[str, Any] | None:
         tool = self.toolkit.tools.get(name)
@@ -186,14 +219,20 @@ class ToolkitServer:
     async def _list_tools(
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=list(self._tools))
+        tools = self._served.tools
+        start = 0 if params is None or params.cursor is None else _position(params.cursor)
+        end = start + self._page_size
+        return types.ListToolsResult(
+            tools=list(tools[start:end]), next_cursor=str(end) if end < len(tools) else None
+        )
 
     async def _call_tool(
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
         if params.name not in self.toolkit:
-            # A protocol error, as the spec asks for a tool the server does not have.
-            raise MCPError(code=types.INVALID_PARAMS, message=f"Unknown tool: {params.name}")
+            # A protocol error, as the spec asks for a tool the server does not have; the
+            # client's name is echoed cut, as any text from outside is.
+            raise MCPError(code=types.INVALID_PARAMS, message=f"Unknown tool: {cut(params.name)}")
         arguments: JsonValue = {} if params.arguments is None else params.arguments
         # Progress is relayed only to a client that asked for it with a token.
         asked = ctx.meta is not None and ctx.meta.get("progress_token") is not None
@@ -212,6 +251,37 @@ class ToolkitServer:
         ) as session:
             result = await session.invoke(params.name, arguments)
         return _answer(result)
+
+
+_MAX_CURSOR: Final = 12
+"""Digits of a cursor: past any toolkit's length."""
+
+
+def _position(cursor: str) -> int:
+    """Where the page a cursor names begins: a cursor is the position of its page's first tool,
+    as ``_list_tools`` wrote it. A listing that spans a ``replace`` may miss or repeat a tool;
+    the client is told that the list changed, and lists it again."""
+    if not (cursor.isascii() and cursor.isdigit() and len(cursor) <= _MAX_CURSOR):
+        raise MCPError(
+            code=types.INVALID_PARAMS, message="Invalid cursor: list the tools again without one."
+        )
+    return int(cursor)
+
+
+class _HostChecked:
+    """An ASGI middleware: an HTTP request passes only the SDK's Host and Origin check."""
+
+    def __init__(self, app: ASGIApp, *, check: TransportSecurityMiddleware) -> None:
+        self.app = app
+        self._check = check
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            refused = await self._check.validate_request(Request(scope))
+            if refused is not None:
+                await refused(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
 
 
 def _answer(result: ToolResult) -> types.CallToolResult:
@@ -243,9 +313,13 @@ def _object_root(schema: JsonObject) -> dict[str, Any]:
     return dict(schema) if "type" in schema else {"type": "object", **schema}
 
 
-def _unlistable(tools: list[types.Tool]) -> set[str]:
+def _unlistable(tools: list[types.Tool], page_size: int) -> set[str]:
     """The tools that some protocol version cannot list (a root type that is not "object", a
-    malformed ``properties``): served, one would fail every listing, so they are left out."""
+    malformed ``properties``): served, one would fail every listing, so they are left out.
+
+    Checked a page at a time, as the pages are listed: no one step holds the interpreter for
+    the whole toolkit, so a worker thread that builds a listing leaves the event loop its turns.
+    """
 
     def listable(batch: list[types.Tool]) -> bool:
         # Dumped as the SDK's runner dumps a handler's result, then sieved as it sieves it.
@@ -259,9 +333,11 @@ def _unlistable(tools: list[types.Tool]) -> set[str]:
             return False
         return True
 
-    if listable(tools):
-        return set()
-    left_out = {tool.name for tool in tools if not listable([tool])}
+    left_out: set[str] = set()
+    for start in range(0, len(tools), page_size):
+        page = tools[start : start + page_size]
+        if not listable(page):
+            left_out.update(tool.name for tool in page if not listable([tool]))
     for name in sorted(left_out):
         _log.warning("mcp_server.tool_left_out", tool=name, reason="schema MCP cannot list")
     return left_out

@@ -8,7 +8,7 @@ The keys are binding (hosts rely on them)::
     headers = { Authorization = "Bearer ${TASKS_TOKEN}" }   # values only from the environment
     timeout = 30
 
-    [policy]                    # globs over model-facing names; the most restrictive match wins
+    [policy]                    # globs over tools' names; the most restrictive match wins
     allow = ["tasks__list_*"]
     approve = ["tasks__delete_*"]
     block = []
@@ -100,7 +100,7 @@ class SourceConfig:
 
 @attrs.frozen(kw_only=True)
 class PolicyConfig:
-    """The ``[policy]`` table: glob patterns over model-facing names."""
+    """The ``[policy]`` table: glob patterns over tools' names (see ``cli/_policy.py``)."""
 
     allow: tuple[str, ...] = ()
     approve: tuple[str, ...] = ()

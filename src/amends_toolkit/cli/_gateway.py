@@ -7,7 +7,9 @@ endpoint, each call in a session of its own. Beside it: ``/healthz`` and ``/metr
 
 The catalog is refreshed on SIGHUP, every ``refresh_interval`` seconds if given, and when a
 source says its tools changed; then the gateway's own clients are told (a session's standalone
-stream; a 2026-07-28 client's ``subscriptions/listen``). SIGINT or SIGTERM stop it: new calls
+stream; a 2026-07-28 client's ``subscriptions/listen``). Tools that would share a name
+(``at.NameClash``, an upstream's doing here) never stop it: a refresh serves on the tools of
+before, a start leaves them out; either logs what clashed. SIGINT or SIGTERM stop it: new calls
 are refused, running ones get ``grace`` seconds to finish, then sessions end and the sources'
 processes stop.
 """
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import itertools
 import json
 import signal
 import socket
@@ -29,13 +32,15 @@ import attrs
 import mcp_types as types
 import uvicorn
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
+from mcp.shared.exceptions import MCPError
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from amends_toolkit import adapters
-from amends_toolkit._errors import Failure, ToolSourceError
+from amends_toolkit._errors import Failure, NameClash, ToolSourceError
 from amends_toolkit._log import get_logger
+from amends_toolkit._peer import cut
 from amends_toolkit.cli._metrics import GatewayMetrics
 from amends_toolkit.cli._pinning import SessionPinning
 from amends_toolkit.cli._policy import GlobPolicy
@@ -52,7 +57,7 @@ from amends_toolkit.runtime import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Generator
+    from collections.abc import AsyncIterator, Callable, Generator
 
     from anyio.abc import TaskGroup, TaskStatus
     from mcp.server.context import ServerRequestContext
@@ -60,7 +65,7 @@ if TYPE_CHECKING:
     from starlette.applications import Starlette
     from starlette.requests import Request
 
-    from amends_toolkit._definitions import ToolDefinition
+    from amends_toolkit._definitions import Decision, ToolDefinition
     from amends_toolkit._json import JsonObject, JsonValue
     from amends_toolkit.adapters.mcp_front import ToolkitServer
     from amends_toolkit.cli._config import GatewayConfig
@@ -75,6 +80,12 @@ NOTIFY_TIMEOUT = 1.0
 """The longest the gateway waits to tell one session that the list changed."""
 MAX_SESSIONS = 10_000
 """Sessions the gateway remembers to tell; the oldest is forgotten past it."""
+MAX_CLASHES_SHOWN = 10
+"""Clashing names a clash's warning lists (it counts them all)."""
+MAX_CLASHING_SHOWN = 5
+"""Tools a clash's warning lists for one name."""
+MAX_TOOL_NAME_SHOWN = 100
+"""The most characters of an upstream's tool name a warning shows."""
 
 
 @attrs.define
@@ -107,7 +118,7 @@ class Gateway:
         self.policy = GlobPolicy(config.policy)
         self.refs: dict[str, ActorRef] = {}
         self.catalog: dict[str, tuple[ToolDefinition, ...]] = {}
-        self.failed: dict[str, str] = {}
+        self.failed: dict[str, ToolSourceError] = {}
         self.discovered: set[str] = set()
         self.metrics = GatewayMetrics(lambda: {n: r.statistics() for n, r in self.refs.items()})
         self.front: ToolkitServer | None = None
@@ -117,6 +128,8 @@ class Gateway:
         # stream is where a session client hears that the list changed.
         self._sessions: dict[str, ServerSession] = {}
         self._reported: set[str] = set()
+        self._unmatched: set[str] = set()
+        self._clash_noted: frozenset[str] = frozenset()
         self._draining = False
         self._in_flight = 0
         self._idle = anyio.Event()
@@ -150,7 +163,13 @@ class Gateway:
             if serve.presentation == "code":
                 self._sandbox = await stack.enter_async_context(MontyRuntime())
             with self.output.status("Discovering the sources' tools"):
-                toolkit, members = await self._discover()
+                catalog = await self._discover()
+            try:
+                toolkit, members = self._assemble(catalog)
+            except NameClash as clash:
+                self._clashed(clash, refresh=False)
+                toolkit, members = self._assemble(catalog, left_out=clash)
+            self.catalog = catalog
             self.front = adapters.mcp_server(
                 toolkit,
                 name="amends-toolkit",
@@ -208,7 +227,7 @@ class Gateway:
         self.output.served(
             f"http://{serve.host}:{self.port}{serve.path}",
             self.front.toolkit,
-            failed=self.failed,
+            failed={name: f"{e.reason}: {e.message}" for name, e in self.failed.items()},
         )
         if not self.approve_on_terminal and any(
             t.needs_approval is not False for t in self.front.toolkit.tools.values()
@@ -259,24 +278,50 @@ class Gateway:
             await self.refresh()
 
     async def refresh(self) -> None:
-        """Discover every source again, serve the new toolkit, tell clients when it changed."""
-        assert self.front is not None
-        toolkit, members = await self._discover()
-        self.front.replace(toolkit, members=members)
-        signature = self._signature(self.front.toolkit)
+        """Discover every source again, serve the new toolkit, tell clients when it changed.
+
+        When names clash in the new catalogs, the tools served before are served on (each
+        call still reaches its source), and the clash is logged; the next refresh tries again.
+        """
+        front = self.front
+        assert front is not None
+        catalog = await self._discover()
+
+        def serve() -> tuple[tuple[str, str, str], ...]:
+            toolkit, members = self._assemble(catalog)
+            front.replace(toolkit, members=members)
+            return self._signature(front.toolkit)
+
+        # The toolkit, its listing and its signature are work linear in the catalog (seconds
+        # for tens of thousands of tools): off the event loop, one refresh at a time.
+        try:
+            signature = await anyio.to_thread.run_sync(serve)
+        except NameClash as clash:
+            self._clashed(clash, refresh=True)
+            return
+        self.catalog = catalog
         changed = signature != self._served
         self._served = signature
-        _log.info("gateway.refreshed", tools=len(self.front.toolkit), changed=changed)
+        _log.info("gateway.refreshed", tools=len(front.toolkit), changed=changed)
         if changed:
             await self._tell_clients()
 
-    async def _discover(self) -> tuple[Toolkit, list[Member]]:
+    async def _discover(self) -> dict[str, tuple[ToolDefinition, ...]]:
+        """Every source's catalog, listed again; one that fails to list keeps its last."""
+        catalog = dict(self.catalog)
+
         async def one(name: str, ref: ActorRef) -> None:
             try:
-                self.catalog[name] = tuple(await ref.discover())
+                catalog[name] = tuple(await ref.discover())
             except ToolSourceError as error:
-                self.failed[name] = f"{error.reason}: {error.message}"
-                _log.warning("gateway.discover_failed", source=name, reason=error.reason)
+                self.failed[name] = error
+                # The whole message (it may name an address or a command) is the operator's.
+                _log.warning(
+                    "gateway.discover_failed",
+                    source=name,
+                    reason=error.reason,
+                    error=error.message,
+                )
             else:
                 self.failed.pop(name, None)
             self.discovered.add(name)
@@ -284,16 +329,71 @@ class Gateway:
         async with anyio.create_task_group() as tasks:
             for name, ref in self.refs.items():
                 tasks.start_soon(one, name, ref)
-        members = [Member(ref, self.catalog.get(name, ())) for name, ref in self.refs.items()]
-        self.policy.unnamed.clear()
-        toolkit = assemble(members, self.policy)
+        return catalog
+
+    def _assemble(
+        self, catalog: dict[str, tuple[ToolDefinition, ...]], *, left_out: NameClash | None = None
+    ) -> tuple[Toolkit, list[Member]]:
+        """The toolkit to serve, less the tools of a clash ``left_out``.
+
+        Raises:
+            NameClash: tools of the catalogs that would share one name.
+        """
+        members = [Member(ref, catalog.get(name, ())) for name, ref in self.refs.items()]
+        decide: Callable[[str, ToolDefinition], Decision] = self.policy
+        if left_out is not None:
+            clashing = {pair for pairs in left_out.clashes.values() for pair in pairs}
+
+            def leaving_out(source: str, definition: ToolDefinition) -> Decision:
+                decision = self.policy(source, definition)  # first: its patterns are noted
+                return "block" if (source, definition.name) in clashing else decision
+
+            decide = leaving_out
+        self.policy.reset()
+        toolkit = _watched(self._present(assemble(members, decide)))
         fresh = [name for name in self.policy.unnamed if name not in self._reported]
         if fresh:
             self._reported.update(fresh)
             self.output.note(
                 "blocked, as no [policy] pattern names them: " + ", ".join(sorted(fresh))
             )
-        return _watched(self._present(toolkit)), members
+        unmatched = [p for p in self.policy.unmatched() if p not in self._unmatched]
+        if unmatched:
+            self._unmatched.update(unmatched)
+            _log.warning("gateway.pattern_unmatched", patterns=unmatched)
+            self.output.note("[policy] patterns that match no tool: " + ", ".join(unmatched))
+        return toolkit, members
+
+    def _clashed(self, clash: NameClash, *, refresh: bool) -> None:
+        """Log a clash of names, and tell the operator (once for each set of names)."""
+        shown = [
+            (name, [(s, cut(t, MAX_TOOL_NAME_SHOWN)) for s, t in pairs[:MAX_CLASHING_SHOWN]])
+            for name, pairs in itertools.islice(clash.clashes.items(), MAX_CLASHES_SHOWN)
+        ]
+        _log.warning(
+            "gateway.name_clash",
+            served="previous" if refresh else "rest",
+            count=len(clash.clashes),
+            clashes=[
+                {"name": name, "tools": [{"source": s, "tool": t} for s, t in pairs]}
+                for name, pairs in shown
+            ],
+        )
+        names = frozenset(clash.clashes)
+        if names == self._clash_noted:
+            return
+        self._clash_noted = names
+        more = len(clash.clashes) - len(shown)
+        self.output.note(
+            ("the tools changed, but " if refresh else "")
+            + f"{len(clash.clashes)} tool name(s) clash, "
+            + ("so the tools of before are served" if refresh else "so they are left out")
+            + " (rename a source, or block all but one by its upstream name): "
+            + "; ".join(
+                f"{name} <- " + ", ".join(f"{s}/{t!r}" for s, t in pairs) for name, pairs in shown
+            )
+            + (f"; and {more} more" if more > 0 else "")
+        )
 
     def _present(self, toolkit: Toolkit) -> Toolkit:
         presentation = self.config.serve.presentation
@@ -356,6 +456,8 @@ class Gateway:
             token = _CALL.set(record)
             self._in_flight += 1
             started = time.perf_counter()
+            # A metric's label names a tool served, never a client's text.
+            served = params.name in front.toolkit
             outcome = "cancelled"
             try:
                 with calling_as(_caller(ctx)):
@@ -366,6 +468,13 @@ class Gateway:
                     record.code = "InvalidInputError"
                 outcome = record.code or "ok"
                 return result
+            except MCPError:
+                # The front's one protocol error of a call: a name it does not serve (or blocks).
+                outcome = "NotFoundError"
+                raise
+            except Exception:
+                outcome = "UnknownError"
+                raise
             finally:
                 seconds = time.perf_counter() - started
                 _CALL.reset(token)
@@ -373,8 +482,13 @@ class Gateway:
                 if self._in_flight == 0:
                     self._idle.set()
                     self._idle = anyio.Event()
-                self.metrics.record(params.name, None if outcome == "ok" else outcome, seconds)
-                # One line per call, without its input or its answer (they may be secrets).
+                self.metrics.record(
+                    params.name if served else None,
+                    None if outcome == "ok" else outcome,
+                    seconds,
+                )
+                # One line per call, without its input or its answer (they may be secrets);
+                # an unknown name is cut, as every text field of a log line is.
                 _log.info(
                     "gateway.call",
                     tool=params.name,
@@ -409,6 +523,7 @@ class Gateway:
 
     def _app(self, front: ToolkitServer) -> Starlette:
         serve = self.config.serve
+        # The operator's routes are added to the front's app, behind its Host and Origin check.
         app = front.streamable_http_app(path=serve.path, host=serve.host)
 
         async def healthz(request: Request) -> Response:
@@ -416,7 +531,7 @@ class Gateway:
             body = {
                 "ready": ready,
                 "sources": {
-                    name: ("failed: " + self.failed[name]) if name in self.failed else "ok"
+                    name: _health(self.failed[name]) if name in self.failed else "ok"
                     for name in self.refs
                 },
                 "tools": 0 if self.front is None else len(self.front.toolkit),
@@ -445,6 +560,17 @@ def _caller(ctx: ServerRequestContext[Any]) -> str | None:
         if session:
             return "session " + session
     return None if request.client is None else "address " + request.client.host
+
+
+def _health(error: ToolSourceError) -> str:
+    """What ``/healthz`` says of a source that failed: its reason and the reason's own words.
+
+    Never the error's message, which may name an address, a URL's path or a command: that is
+    in the log, ``gateway.discover_failed``, for the operator.
+    """
+    return (
+        f"failed: {error.reason}: {error.default_message} See gateway.discover_failed in the log."
+    )
 
 
 def _watched(toolkit: Toolkit) -> Toolkit:

@@ -1,13 +1,14 @@
 """The gateway's Prometheus metrics, from ``prometheus_client``, in a registry of their own.
 
-``amends_gateway_calls_total{tool}``, ``amends_gateway_call_failures_total{code}``,
+``amends_gateway_calls_total{tool}`` (a tool served, or :data:`UNKNOWN_TOOL`),
+``amends_gateway_call_failures_total{code}``,
 ``amends_gateway_call_seconds`` (a histogram), and per source actor, read when scraped,
 ``amends_actor_queued``, ``amends_actor_in_flight`` and ``amends_actor_restarts``.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.core import GaugeMetricFamily
@@ -20,7 +21,12 @@ if TYPE_CHECKING:
 
     from amends_toolkit.runtime import ActorStatistics
 
-__all__ = ("GatewayMetrics",)
+__all__ = ("UNKNOWN_TOOL", "GatewayMetrics")
+
+UNKNOWN_TOOL: Final = "unknown"
+"""The ``tool`` label of every call of a name the gateway does not serve, so a client's names
+never become series (no tool served has it: a source's are ``source__tool``, a presentation's
+``tool_search``, ``tool_call``, ``execute``)."""
 
 
 class _Actors(Collector):
@@ -65,9 +71,10 @@ class GatewayMetrics:
         )
         self.registry.register(_Actors(statistics))
 
-    def record(self, tool: str, code: str | None, seconds: float) -> None:
-        """Count one call: its tool, its failure's code (``None`` when it succeeded), its time."""
-        self.calls.labels(tool=tool).inc()
+    def record(self, tool: str | None, code: str | None, seconds: float) -> None:
+        """Count one call: its tool (``None`` for a name not served), its failure's code
+        (``None`` when it succeeded), its time."""
+        self.calls.labels(tool=UNKNOWN_TOOL if tool is None else tool).inc()
         if code is not None:
             self.failures.labels(code=code).inc()
         self.latency.observe(seconds)

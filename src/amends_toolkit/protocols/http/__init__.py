@@ -27,6 +27,7 @@ from amends_toolkit.protocols.http._response import (
     parse_answer,
     retry_after,
 )
+from amends_toolkit.protocols.http._styles import MAX_PATH_DECODINGS, MAX_PATH_VALUE_LENGTH
 from amends_toolkit.protocols.http._template import (
     FORM,
     MULTIPART,
@@ -45,6 +46,8 @@ from amends_toolkit.protocols.http._template import (
 __all__ = (
     "FORM",
     "MAX_BODY_SIZE",
+    "MAX_PATH_DECODINGS",
+    "MAX_PATH_VALUE_LENGTH",
     "MULTIPART",
     "BoundedText",
     "Encoding",

@@ -2,9 +2,10 @@
 
 What the model gives fills the places a template has for it and decides nothing else:
 
-- a path value is percent-encoded (every character but the unreserved ones, so ``/``, ``?`` and
-  ``#`` too) and may not be empty, ``.`` or ``..``, which URL normalization would turn into
-  another operation;
+- a path value is percent-encoded (every character but the unreserved ones) and stays in its
+  segment however a server decodes it: it may not be empty, nor hold ``/``, ``\\``, ``?`` or
+  ``#`` or be ``.`` or ``..``, as they are or percent-encoded (see ``_styles.segment``), which a
+  server would route to another operation; it has at most ``MAX_PATH_VALUE_LENGTH`` characters;
 - a value is a string, a number or a boolean (``true``/``false``, numbers as JSON writes them),
   or a list or an object of them, written in its parameter's style (see ``_styles``);
 - a query parameter's pairs are encoded by the client, as a form's are; an exploded object's keys

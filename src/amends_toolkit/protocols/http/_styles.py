@@ -28,13 +28,23 @@ from __future__ import annotations
 import json
 import math
 import re
+import unicodedata
 from typing import TYPE_CHECKING
-from urllib.parse import quote
+from urllib.parse import quote, unquote
 
 if TYPE_CHECKING:
     from amends_toolkit._json import JsonValue
 
-__all__ = ("InputRefused", "header_text", "path_text", "query_pairs", "scalar")
+__all__ = (
+    "MAX_PATH_DECODINGS",
+    "MAX_PATH_VALUE_LENGTH",
+    "InputRefused",
+    "header_text",
+    "path_text",
+    "query_pairs",
+    "scalar",
+    "segment",
+)
 
 # Visible ASCII, with spaces or tabs only between visible characters (RFC 9110 field-value).
 _HEADER_VALUE = re.compile(r"(?:[\x21-\x7e](?:[\x20\x09]*[\x21-\x7e])*)?")
@@ -45,6 +55,23 @@ _DELIMITERS = {
     "simple": ",",
     "label": ".",
 }
+
+# What a path value may not become once a server has decoded it: a character that ends its
+# segment (uvicorn decodes %2F before routing; IIS and WHATWG URL parsers read a backslash as a
+# slash; a proxy or an app that decodes again splits at '?' or '#') or a dot segment, which a
+# server resolving dot segments (nginx, Tomcat) turns into another path. An escape is %XX, or
+# %uXXXX, which IIS decodes and which is never decoded here, so it is refused; NFKC maps the
+# full-width forms (U+FF0F, U+FF0E, U+2025) to these.
+_ESCAPE = re.compile(r"%(?:[0-9A-Fa-f]{2}|[uU][0-9A-Fa-f]{4})")
+_OUT_OF_SEGMENT = frozenset("/\\?#")
+_DOT_SEGMENTS = (".", "..")
+MAX_PATH_DECODINGS = 3
+"""How many times over a path value is decoded to see that it stays one segment: a value still
+holding an escape after that many decodings (or a ``%uXXXX`` one) is refused (no server stack
+decodes so often)."""
+MAX_PATH_VALUE_LENGTH = 4096
+"""How many characters a path value may have, its items and keys together: a longer one is
+refused before it is checked and encoded (servers refuse a request line past about 8 KB)."""
 
 
 class InputRefused(ValueError):
@@ -148,7 +175,9 @@ def path_text(
 
     Raises:
         InputRefused: the value is missing, would be empty, ``.`` or ``..`` (which URL
-            normalization turns into another path), or cannot be sent in the style.
+            normalization turns into another path), holds what a server would read as another
+            segment (see :func:`segment`), is longer than :data:`MAX_PATH_VALUE_LENGTH`, or
+            cannot be sent in the style.
     """
     if value is None:
         raise InputRefused(f"'{prop}' is required: it is part of the path.")
@@ -156,12 +185,12 @@ def path_text(
     exploded = bool(explode)
 
     def encoded(texts: list[str]) -> list[str]:
-        return [quote(text, safe="") for text in texts]
+        return [segment(prop, text) for text in texts]
 
     if isinstance(value, list):
         if not value:
             raise InputRefused(f"'{prop}' is part of the path and may not be an empty list.")
-        texts = _items(prop, value)
+        texts = _short(prop, _items(prop, value))
         if style == "matrix" and exploded:
             key = quote(name, safe="")
             text = "".join(f";{key}={item}" for item in encoded(_clean(prop, texts, ";")))
@@ -172,19 +201,52 @@ def path_text(
         members = _members(prop, value)
         if not members:
             raise InputRefused(f"'{prop}' is part of the path and may not be an empty object.")
+        _short(prop, [part for pair in members for part in pair])
         if exploded:
             between = {"simple": ",", "label": ".", "matrix": ";"}[style]
             _clean(prop, [key for key, _ in members], "=" + between)
             _clean(prop, [item for _, item in members], between)
-            pairs = [f"{quote(k, safe='')}={quote(v, safe='')}" for k, v in members]
+            pairs = [f"{segment(prop, k)}={segment(prop, v)}" for k, v in members]
             text = ("" if style == "simple" else between) + between.join(pairs)
         else:
             text = _prefix(style, name) + ",".join(encoded(_flat(prop, members, ",")))
     else:
-        text = _prefix(style, name) + quote(scalar(prop, value), safe="")
+        text = scalar(prop, value)
+        _short(prop, [text])
+        text = _prefix(style, name) + segment(prop, text)
     if text in ("", ".", ".."):
         raise InputRefused(f"'{prop}' is part of the path and may not be empty, '.' or '..'.")
     return text
+
+
+def _short(prop: str, texts: list[str]) -> list[str]:
+    if sum(map(len, texts)) > MAX_PATH_VALUE_LENGTH:
+        raise InputRefused(
+            f"'{prop}' is part of the path and may hold at most {MAX_PATH_VALUE_LENGTH} characters."
+        )
+    return texts
+
+
+def segment(prop: str, text: str) -> str:
+    """``text`` percent-encoded (every character but the unreserved), once it is known to stay
+    inside its segment however a server decodes it: neither ``text`` nor what it decodes to (up
+    to :data:`MAX_PATH_DECODINGS` times) holds ``/``, ``\\``, ``?`` or ``#`` or is a dot segment.
+
+    Raises:
+        InputRefused: it would leave its segment, naming ``prop`` (never the value).
+    """
+    seen = text
+    for _ in range(MAX_PATH_DECODINGS + 1):
+        seen = unicodedata.normalize("NFKC", seen)
+        if not _OUT_OF_SEGMENT.isdisjoint(seen) or seen.strip(" \t\r\n\x00") in _DOT_SEGMENTS:
+            break
+        if _ESCAPE.search(seen) is None:
+            return quote(text, safe="")
+        seen = unquote(seen)
+    raise InputRefused(
+        f"'{prop}' is one segment of the path, so it may not hold '/', '\\', '?' or '#', nor be "
+        "'.' or '..', written as they are or percent-encoded (such as %2F or %252F)."
+    )
 
 
 def _prefix(style: str, name: str) -> str:

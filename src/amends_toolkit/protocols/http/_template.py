@@ -83,11 +83,20 @@ _HOP_BY_HOP = frozenset({"keep-alive", "proxy-connection"})
 _ROUTING = frozenset(
     {
         "host",
+        "x-host",
+        "x-original-host",
         "forwarded",
+        "x-forwarded",
         "via",
         "x-real-ip",
         "x-client-ip",
         "true-client-ip",
+        "cf-connecting-ip",
+        "fastly-client-ip",
+        "x-cluster-client-ip",
+        "x-originating-ip",
+        "x-remote-ip",
+        "x-remote-addr",
         "x-original-url",
         "x-rewrite-url",
         "x-http-method-override",
@@ -95,9 +104,50 @@ _ROUTING = frozenset(
         "x-method-override",
     }
 )
-_CREDENTIALS = frozenset(
-    {"authorization", "cookie", "api-key", "x-api-key", "x-auth-token", "x-access-token"}
+# Credentials, and the caller's identity as an authenticating proxy passes it on (to an API that
+# trusts it, the same thing): any name with one of these words (X-Goog-Api-Key, Private-Token,
+# Ocp-Apim-Subscription-Key, X-Hub-Signature-256, X-CSRFToken, X-Amz-Security-Token, ...) unless
+# a word says it is an idempotency key or a page's token, and the names no word gives away.
+_CREDENTIAL_WORDS = frozenset(
+    {
+        "token",
+        "key",
+        "apikey",
+        "secret",
+        "signature",
+        "hmac",
+        "password",
+        "otp",
+        "credential",
+        "auth",
+        "authorization",
+        "authentication",
+        "authenticated",
+        "principal",
+        "oidc",
+        "userinfo",
+        "jwt",
+        "session",
+        "csrftoken",
+        "cookie",
+    }
 )
+_ORDINARY_WORDS = frozenset({"idempotency", "continuation", "page"})
+_CREDENTIALS = frozenset(
+    {
+        "remote-user",
+        "x-remote-user",
+        "x-webauth-user",
+        "x-consumer-id",
+        "x-consumer-custom-id",
+        "x-consumer-username",
+        "x-honeycomb-team",
+        "x-jfrog-art-api",
+        "x-firebase-appcheck",
+        "servicebusauthorization",
+    }
+)
+_WORD = re.compile(r"[-_.]")
 # The body's own description, and what the source reads (gzip or deflate only).
 _BODY = frozenset({"content-type", "content-encoding", "accept-encoding"})
 _REFUSED_PREFIXES = ("proxy-", "x-forwarded-", "sec-")
@@ -108,16 +158,22 @@ def refused_header(name: str) -> str | None:
 
     Framing and hop-by-hop headers (``Content-Length``, ``Transfer-Encoding``, ``Connection``,
     ``TE``, ``Upgrade``...), routing and proxy headers (``Host``, ``Forwarded``,
-    ``X-Forwarded-*``, ``Proxy-*``, method overrides), credentials (``Authorization``, ``Cookie``,
-    API keys) and the body's own headers are the client's, never the model's.
+    ``X-Forwarded-*``, ``Proxy-*``, client addresses, method overrides), credentials
+    (``Authorization``, ``Cookie``, any name with a word such as ``token``, ``key``, ``secret``,
+    ``signature`` or ``session`` but for an idempotency key or a page's token, and vendors'
+    others), the caller's identity as a proxy passes it on, and the body's own headers are the
+    client's, never the model's. Names are compared without case.
     """
     lowered = name.lower()
     if lowered in _FRAMING or lowered in _HOP_BY_HOP:
         return "frames the request"
     if lowered in _ROUTING or lowered.startswith(_REFUSED_PREFIXES):
         return "routes the request"
-    if lowered in _CREDENTIALS:
-        return "carries credentials, which are the client's"
+    words = set(_WORD.split(lowered))
+    if lowered in _CREDENTIALS or (
+        not words.isdisjoint(_CREDENTIAL_WORDS) and words.isdisjoint(_ORDINARY_WORDS)
+    ):
+        return "carries credentials or the caller's identity, which are the client's"
     if lowered in _BODY:
         return "describes the body, which the source does"
     return None
