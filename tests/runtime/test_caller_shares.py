@@ -12,7 +12,7 @@ import amends_toolkit as at
 from amends_toolkit.runtime import ActorRef, Runtime
 
 from .sources import Honouring
-from .test_actor_inline import running, told
+from .test_actor_inline import Gated, running, told
 
 pytestmark = pytest.mark.anyio
 
@@ -74,6 +74,35 @@ async def test_a_callers_calls_run_in_the_order_they_came_as_its_share_frees() -
             assert source.texts == ["first"]
             source.release.set()
         assert source.texts == ["first", "second", "third"]
+        assert callers_kept(ref) == 0
+
+
+@pytest.mark.both_backends
+async def test_a_slot_freed_while_callers_at_their_share_fill_the_source_goes_to_another_caller() -> (
+    None
+):
+    # A share bounds each caller, not their number: two at theirs fill the source. A third
+    # caller's call then waits in the mailbox, and the first slot freed is its, not the next
+    # call of the caller whose call ended.
+    source = Gated()
+    outcomes: dict[str, str] = {}
+    async with Runtime() as runtime:
+        ref = await running(runtime, source, max_concurrency=4, max_per_caller=2)
+        async with anyio.create_task_group() as tasks:
+            for caller in ("a", "c"):
+                for index in (1, 2, 3):
+                    tasks.start_soon(as_caller, caller, outcomes, ref, "gate", f"{caller}{index}")
+                    await anyio.wait_all_tasks_blocked()
+            tasks.start_soon(as_caller, "b", outcomes, ref, "gate", "b")
+            await anyio.wait_all_tasks_blocked()
+            assert source.texts == ["a1", "a2", "c1", "c2"]
+            assert ref.statistics().queued == 1
+            source.open("a1")
+            await anyio.wait_all_tasks_blocked()
+            assert source.texts == ["a1", "a2", "c1", "c2", "b"]
+            for text in ("a2", "c1", "c2", "b", "a3", "c3"):
+                source.open(text)
+        assert sorted(outcomes) == ["a1", "a2", "a3", "b", "c1", "c2", "c3"]
         assert callers_kept(ref) == 0
 
 
