@@ -13,7 +13,7 @@ SURFACE = {
     "InvalidInputError", "InvalidResponseError", "JsonInput", "JsonObject", "JsonValue", "Member",
     "MontyRuntime", "NameClash", "NotFoundError", "Progress", "Restart", "Runtime", "Session", "Tool",
     "ToolDefinition", "ToolEntry", "ToolResult", "ToolSource", "ToolSourceError", "Toolkit",
-    "UnavailableError", "UnknownError", "UnsupportedError", "adapters", "assemble", "catalog",
+    "UnavailableError", "UnknownError", "UnsupportedError", "adapters", "assemble", "calling_as", "catalog",
     "code_mode", "http", "mcp", "openapi", "presentation", "source_toolkit", "tool_search",
 }  # fmt: skip
 

@@ -23,7 +23,8 @@ Definitions and the catalog
 The runtime
     ``at.Runtime`` (the supervisor), ``runtime.spawn`` gives an ``at.ActorRef`` (itself a
     source; ``statistics()`` gives ``at.ActorStatistics``); ``at.Restart`` says how a crashed
-    source is restarted.
+    source is restarted; ``with at.calling_as(caller):`` names the caller of the calls made in
+    it, for a source spawned with a share per caller (``max_per_caller``).
 Assembly and turns
     ``at.assemble`` with ``at.Member`` values and a policy (``at.Decision``) gives an
     ``at.Toolkit`` of ``at.Tool`` values (``at.ToolEntry`` when building one by hand;
@@ -91,6 +92,7 @@ from amends_toolkit.runtime import (
     ToolResult,
     ToolSource,
     assemble,
+    calling_as,
     source_toolkit,
 )
 
@@ -133,6 +135,7 @@ __all__ = (
     "UnsupportedError",
     "adapters",
     "assemble",
+    "calling_as",
     "catalog",
     "code_mode",
     "http",

@@ -45,6 +45,7 @@ port = 9000
 path = "/tools"
 presentation = "search"
 refresh_interval = 300
+max_in_flight_per_caller = 8
 """
 
 
@@ -83,6 +84,14 @@ def test_every_binding_key_is_read(tmp_path: Path) -> None:
         "search",
     )
     assert serve.refresh_interval == 300.0
+    assert serve.max_in_flight_per_caller == 8
+    # Half of the 64 slots a source is spawned with, unless told.
+    assert (
+        load_config(
+            write(tmp_path, FULL.replace("max_in_flight_per_caller = 8", ""))
+        ).serve.max_in_flight_per_caller
+        == 32
+    )
 
 
 @pytest.mark.parametrize(
@@ -107,6 +116,11 @@ def test_every_binding_key_is_read(tmp_path: Path) -> None:
             '"tools", "search" or "code"',
         ),
         ('[[sources]]\nname = "a"\nmcp = "http://x/mcp"\nauth = "oauth"\n', 4, "token_file"),
+        (
+            '[[sources]]\nname = "a"\nmcp = "http://x/mcp"\n[serve]\nmax_in_flight_per_caller = 0\n',
+            5,
+            "max_in_flight_per_caller must be a whole number of calls",
+        ),
         (
             '[[sources]]\nname = "a"\nmcp = "http://x/mcp"\n[[sources]]\nname = "a"\nmcp = "http://y/mcp"\n',
             5,

@@ -9,7 +9,7 @@ from collections.abc import Generator
 import anyio
 import pytest
 
-from amends_toolkit.runtime._mailbox import Mailbox
+from amends_toolkit.runtime._mailbox import Mailbox, Shares
 from amends_toolkit.runtime._messages import Call, waiters
 
 pytestmark = pytest.mark.anyio
@@ -95,3 +95,29 @@ async def test_waking_callers_waiting_to_put_is_linear_in_their_number(
     # woken already and not yet run (walking past them made 512 callers cost twice 64's).
     few, many = await looks_to_serve(100), await looks_to_serve(400)
     assert many <= 5 * few
+
+
+@pytest.mark.both_backends
+async def test_a_share_handed_to_a_call_cancelled_before_it_ran_is_given_back_and_forgotten() -> (
+    None
+):
+    shares = Shares(1, waiters())
+    assert shares.take_now("a")
+    assert not shares.take_now("a")
+    taken: list[str] = []
+
+    async def take(scope: anyio.CancelScope) -> None:
+        with scope:
+            await shares.take("a")
+            taken.append("a")
+
+    async with anyio.create_task_group() as group:
+        scope = anyio.CancelScope()
+        group.start_soon(take, scope)
+        await anyio.wait_all_tasks_blocked()
+        # In one step: the place is handed to the waiting call, whose caller then leaves.
+        shares.give_back("a")
+        scope.cancel()
+    assert taken == []
+    assert len(shares) == 0
+    assert shares.take_now("a")  # the place came back

@@ -66,6 +66,7 @@ _SERVE_KEYS: Final = frozenset(
         "refresh_interval",
         "grace",
         "call_timeout",
+        "max_in_flight_per_caller",
         "replica",
         "replicas",
     )
@@ -120,6 +121,11 @@ class ServeConfig:
     """Seconds running calls may take to finish once the gateway is told to stop."""
     call_timeout: float | None = None
     """Seconds a call may run in a source's actor; none when not given."""
+    max_in_flight_per_caller: int = 32
+    """Calls of one caller a source runs or queues at once, half its 64 slots: the caller's next
+    call waits for one of them to end while other callers' calls take the free slots (64 turns
+    it off). A caller is a session (its ``Mcp-Session-Id``) or a stateless client's address, so
+    every stateless client behind one proxy shares one caller's share."""
     replica: int | None = None
     """This gateway's place (from 1) among the servers of a balancer that hashes session ids."""
     replicas: int | None = None
@@ -407,6 +413,14 @@ class _Reader:
                 if not _positive(raw[key]):
                     raise fail(f"{key} must be a positive number of seconds", key)
                 options[key] = float(raw[key])
+        if "max_in_flight_per_caller" in raw:
+            share = raw["max_in_flight_per_caller"]
+            if isinstance(share, bool) or not isinstance(share, int) or share < 1:
+                raise fail(
+                    "max_in_flight_per_caller must be a whole number of calls, at least 1",
+                    "max_in_flight_per_caller",
+                )
+            options["max_in_flight_per_caller"] = share
         replica, replicas = raw.get("replica"), raw.get("replicas")
         if (replica is None) != (replicas is None):
             raise fail(

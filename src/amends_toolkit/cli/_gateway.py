@@ -46,7 +46,15 @@ from amends_toolkit.cli._pinning import SessionPinning
 from amends_toolkit.cli._policy import GlobPolicy
 from amends_toolkit.cli._sources import build_source
 from amends_toolkit.presentations import MontyRuntime, code_mode, tool_search
-from amends_toolkit.runtime import ActorRef, Member, Runtime, ToolEntry, Toolkit, assemble
+from amends_toolkit.runtime import (
+    ActorRef,
+    Member,
+    Runtime,
+    ToolEntry,
+    Toolkit,
+    assemble,
+    calling_as,
+)
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable, Generator
@@ -148,7 +156,9 @@ class Gateway:
                 for skip in built.skipped:
                     self.output.note(f"{source_config.name}: skipped {skip}")
                 self.refs[source_config.name] = await runtime.spawn(
-                    built.source, call_timeout=serve.call_timeout
+                    built.source,
+                    call_timeout=serve.call_timeout,
+                    max_per_caller=serve.max_in_flight_per_caller,
                 )
             if serve.presentation == "code":
                 self._sandbox = await stack.enter_async_context(MontyRuntime())
@@ -450,7 +460,8 @@ class Gateway:
             served = params.name in front.toolkit
             outcome = "cancelled"
             try:
-                result = cast("types.CallToolResult", await call_tool(ctx, params))
+                with calling_as(_caller(ctx)):
+                    result = cast("types.CallToolResult", await call_tool(ctx, params))
                 if result.is_error and record.code is None:
                     # Not the source's failure nor a refused approval: the toolkit refused the
                     # input before any source saw it.
@@ -534,6 +545,21 @@ class Gateway:
 
         app.router.routes.extend([Route("/healthz", healthz), Route("/metrics", metrics)])
         return app
+
+
+def _caller(ctx: ServerRequestContext[Any]) -> str | None:
+    """Who makes a request, for each source's share of calls per caller, until callers have
+    identities (issue 28): a session's client by its ``Mcp-Session-Id`` (the SDK answers 404 to
+    one it did not give out), any other client by its address. Every stateless client behind one
+    proxy has the proxy's address, and so shares one caller's share."""
+    request = cast("Request | None", ctx.request)
+    if request is None:
+        return None
+    if ctx.protocol_version in HANDSHAKE_PROTOCOL_VERSIONS:
+        session = request.headers.get("mcp-session-id")
+        if session:
+            return "session " + session
+    return None if request.client is None else "address " + request.client.host
 
 
 def _health(error: ToolSourceError) -> str:

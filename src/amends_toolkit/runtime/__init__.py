@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from amends_toolkit.runtime._assembly import Member, assemble
-from amends_toolkit.runtime._ref import ActorRef, ActorStatistics
+from amends_toolkit.runtime._ref import ActorRef, ActorStatistics, calling_as
 from amends_toolkit.runtime._session import Session
 from amends_toolkit.runtime._source import Lifespan, NormalExit, ToolSource
 from amends_toolkit.runtime._state import StateLoop
@@ -50,6 +50,7 @@ __all__ = (
     "Toolkit",
     "asking",
     "assemble",
+    "calling_as",
     "source_toolkit",
     "untimed",
     "validator_for",

@@ -12,6 +12,9 @@ then cancelled passes its turn on, so no request and no room is lost.
 
 :class:`Slots` bounds the calls that run at once in an actor, those its workers took from the
 mailbox and those run in their callers' own tasks, with the same waiters and the same care.
+:class:`Shares` bounds each caller's calls in an actor, with one :class:`Slots` per caller that
+has calls: a caller past its share waits in a line of its own, before the mailbox, so no other
+caller's call ever waits behind it.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ if TYPE_CHECKING:
 
     from amends_toolkit.runtime._messages import Request, Waiter
 
-__all__ = ("Mailbox", "Slots")
+__all__ = ("Mailbox", "Shares", "Slots")
 
 
 class Mailbox:
@@ -186,12 +189,18 @@ class Slots:
     whoever waits is served first.
     """
 
-    __slots__ = ("_free", "_new", "_waiting")
+    __slots__ = ("_count", "_free", "_new", "_waiting")
 
     def __init__(self, count: int, waiters: Callable[[], Waiter]) -> None:
+        self._count = count
         self._free = count
         self._new = waiters
         self._waiting: deque[Waiter] = deque()
+
+    @property
+    def unused(self) -> bool:
+        """Whether every slot is free (so no task holds one or waits for one)."""
+        return self._free == self._count
 
     def take_now(self) -> bool:
         """Take a slot if one is free (none is while a task waits for one); never waits."""
@@ -222,6 +231,55 @@ class Slots:
         """Give a slot back: to the first task that waits for one, else free."""
         if not _wake(self._waiting):
             self._free += 1
+
+
+class Shares:
+    """Each caller's share of an actor: at most ``count`` calls of one caller at once.
+
+    A caller past its share waits in turn for one of its own calls to end (:class:`Slots`, one
+    per caller); only callers with calls held or waiting are kept, so what a share costs ends
+    with its caller's calls.
+    """
+
+    __slots__ = ("_count", "_held", "_new")
+
+    def __init__(self, count: int, waiters: Callable[[], Waiter]) -> None:
+        self._count = count
+        self._new = waiters
+        self._held: dict[str, Slots] = {}
+
+    def __len__(self) -> int:
+        return len(self._held)
+
+    def take_now(self, caller: str) -> bool:
+        """Take a place in ``caller``'s share if one is free; never waits."""
+        return self._slots(caller).take_now()
+
+    async def take(self, caller: str) -> None:
+        """Take a place in ``caller``'s share, waiting in turn for one of its calls to end
+        (cancellation leaves the line)."""
+        slots = self._slots(caller)
+        try:
+            await slots.take()
+        except BaseException:
+            self._forget(caller, slots)
+            raise
+
+    def give_back(self, caller: str) -> None:
+        """Give ``caller``'s place back: to its next call that waits, else free."""
+        slots = self._held[caller]
+        slots.give_back()
+        self._forget(caller, slots)
+
+    def _slots(self, caller: str) -> Slots:
+        slots = self._held.get(caller)
+        if slots is None:
+            slots = self._held[caller] = Slots(self._count, self._new)
+        return slots
+
+    def _forget(self, caller: str, slots: Slots) -> None:
+        if slots.unused:
+            del self._held[caller]
 
 
 def _wake(waiters: deque[Waiter]) -> bool:

@@ -1,7 +1,14 @@
-"""The handle of a spawned source: its send side and its statistics, nothing of its loop."""
+"""The handle of a spawned source: its send side and its statistics, nothing of its loop.
+
+A host names the caller of the calls made in a context (:func:`calling_as`); an actor spawned
+with ``max_per_caller`` holds a caller past its share in a line of its own (:class:`Shares`),
+before the mailbox and the inline path, so no other caller's call waits behind it.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import math
 from typing import TYPE_CHECKING, Literal, cast
 
@@ -14,14 +21,14 @@ from amends_toolkit._progress import listener
 from amends_toolkit.runtime._messages import Call, Discover
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable, Coroutine, Sequence
+    from collections.abc import Awaitable, Callable, Coroutine, Iterator, Sequence
 
     from amends_toolkit._definitions import ToolDefinition
     from amends_toolkit._json import JsonObject, JsonValue
-    from amends_toolkit.runtime._mailbox import Mailbox
+    from amends_toolkit.runtime._mailbox import Mailbox, Shares
     from amends_toolkit.runtime._messages import Request, Waiter
 
-__all__ = ("TIMED_OUT", "ActorRef", "ActorState", "ActorStatistics")
+__all__ = ("TIMED_OUT", "ActorRef", "ActorState", "ActorStatistics", "calling_as")
 
 _log = get_logger(__name__)
 
@@ -29,6 +36,31 @@ TIMED_OUT = "the source did not answer in time"
 """What a call past its deadline is answered (``UnavailableError``'s words)."""
 
 ActorState = Literal["starting", "running", "restarting", "stopped", "failed"]
+
+_CALLER: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "amends_toolkit_caller", default=None
+)
+
+
+@contextlib.contextmanager
+def calling_as(caller: str | None) -> Iterator[None]:
+    """Name the caller of the calls made inside the block, in this task and the tasks it starts
+    (they inherit it, as every context variable).
+
+    An actor spawned with ``max_per_caller`` runs at most that many calls of one caller at once;
+    the caller's next call waits (within its deadline and its cancel scope) for one of its own
+    calls to end, while other callers' calls take the free slots. Calls made with no caller
+    (``None``, the default) have no share: they are bounded by ``max_concurrency`` alone.
+
+    Args:
+        caller: What tells one caller from another: a user, a client's session, an address.
+            It is kept only while the caller has calls in an actor, and never logged.
+    """
+    token = _CALLER.set(caller)
+    try:
+        yield
+    finally:
+        _CALLER.reset(token)
 
 
 @attrs.frozen(kw_only=True)
@@ -66,6 +98,7 @@ class ActorRef:
         "_inline",
         "_mailbox",
         "_name",
+        "_shares",
         "_statistics",
         "_waiters",
     )
@@ -80,8 +113,10 @@ class ActorRef:
         grace: float,
         statistics: Callable[[], ActorStatistics],
         inline: Callable[[Request], Coroutine[object, object, object] | None] | None = None,
+        shares: Shares | None = None,
     ) -> None:
         self._name = name
+        self._shares = shares
         self._inline = inline
         self._mailbox = mailbox
         self._waiters = waiters
@@ -143,6 +178,8 @@ class ActorRef:
 
     def _ask(self, request: Request) -> Awaitable[object]:
         # Not a coroutine itself: a call in flight holds one frame less.
+        if self._shares is not None and (caller := _CALLER.get()) is not None:
+            return self._shared(self._shares, caller, request)
         if self._inline is not None:
             here = self._inline(request)
             if here is not None:
@@ -150,6 +187,22 @@ class ActorRef:
                 # only a source that honours cancellation is spawned inline unless told so).
                 return here
         return self._sent(request)
+
+    async def _shared(self, shares: Shares, caller: str, request: Request) -> object:
+        """``request`` within its caller's share: it waits (in its caller's own line, not in the
+        mailbox) while the caller's share is taken, and holds its place until it is answered."""
+        if not shares.take_now(caller):
+            with anyio.move_on_at(request.deadline) as waited:
+                await shares.take(caller)
+            if waited.cancelled_caught:
+                # Its deadline passed while its caller's share was taken: it never runs.
+                _log.warning("call.timed_out", source=self._name, tool=request.what)
+                raise UnavailableError(source=self._name, message=TIMED_OUT)
+        try:
+            here = None if self._inline is None else self._inline(request)
+            return await (self._sent(request) if here is None else here)
+        finally:
+            shares.give_back(caller)
 
     async def _sent(self, request: Request) -> object:
         try:

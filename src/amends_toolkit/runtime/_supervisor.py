@@ -15,15 +15,22 @@ the actor has room     (``inline``, on for a source that declares ``honours_canc
                        the call runs in the caller's own task, with the same answers as below;
                        else, or while anything waits in the mailbox, it goes through the
                        mailbox in order; ``max_concurrency`` bounds both kinds together
+one caller has         (``max_per_caller``, the caller named by ``calling_as``) its next call
+``max_per_caller``     waits in a line of its caller's own, outside the mailbox, until one of
+calls in the actor     them is answered: other callers' calls take the free slots (inline or
+(queued or running)    through the mailbox) as if it were not there; calls of no named caller
+                       have no share; the deadline, a cancellation, a stop end that wait as
+                       they end one in the mailbox
 the source fails       the ``ToolSourceError`` it raised
 a defect in a call     ``UnknownError`` ("the source failed"), logged with its traceback; the
                        actor keeps serving
 the deadline passes    ``UnavailableError``; the call is cancelled inside the actor; a caller
                        waits at most ``grace`` longer for a source that ignores cancellation
                        (one through the mailbox: an inline call holds its caller); a call
-                       not started by then (queued, or waiting to be queued) never runs
+                       not started by then (queued, waiting to be queued, or waiting for its
+                       caller's share) never runs
 the caller is          its call is cancelled inside the actor, or never starts if it still
-cancelled              waits in the mailbox; nothing is reported
+cancelled              waits in the mailbox or for its caller's share; nothing is reported
 an inline call raises  (one that is no cancellation: ``KeyboardInterrupt``, ``SystemExit``)
 a ``BaseException``    it reaches its caller as it was raised
 the actor crashes      running calls (inline ones too) get ``UnavailableError`` with the
@@ -60,7 +67,7 @@ import sniffio
 
 from amends_toolkit._log import get_logger
 from amends_toolkit.runtime._actor import Actor, described
-from amends_toolkit.runtime._mailbox import Mailbox
+from amends_toolkit.runtime._mailbox import Mailbox, Shares
 from amends_toolkit.runtime._messages import waiters
 from amends_toolkit.runtime._ref import ActorRef
 from amends_toolkit.runtime._source import (
@@ -202,6 +209,7 @@ class Runtime:
         call_timeout: float | None = None,
         restart: Restart = _RESTART,
         inline: bool | None = None,
+        max_per_caller: int | None = None,
     ) -> ActorRef:
         """Start a child for ``source`` and return its ref, itself a ToolSource.
 
@@ -226,6 +234,11 @@ class Runtime:
                 worker's is, but no ``grace`` frees its caller from a source that ignores
                 cancellation; a ``BaseException`` that is no cancellation
                 (``KeyboardInterrupt``, ``SystemExit``) reaches the caller.
+            max_per_caller: Calls of one caller (named by :func:`calling_as`) in the actor at
+                once, queued or running: the caller's next call waits in a line of its own,
+                outside the mailbox, while other callers' calls take the free slots, so one
+                caller cannot take every slot. ``None``: no share; calls made with no caller
+                named have none either.
 
         Raises:
             ValueError: a bad option (a programmer's mistake, raised at once).
@@ -244,6 +257,12 @@ class Runtime:
             raise ValueError("call_timeout must be positive, or None for no timeout")
         if not isinstance(restart, Restart):
             raise TypeError(f"restart must be an at.Restart, not {restart!r}")
+        if max_per_caller is not None and (
+            isinstance(max_per_caller, bool) or not isinstance(max_per_caller, int)
+        ):
+            raise TypeError("max_per_caller must be an int, or None for no share per caller")
+        if max_per_caller is not None and max_per_caller < 1:
+            raise ValueError("spawn needs max_per_caller >= 1, or None for no share per caller")
         if inline is not None and not isinstance(inline, bool):
             raise TypeError(
                 f"inline must be True, False or None (the source decides), not {inline!r}"
@@ -276,6 +295,7 @@ class Runtime:
             grace=self._grace,
             statistics=actor.statistics,
             inline=actor.inline if inline else None,
+            shares=None if max_per_caller is None else Shares(max_per_caller, make),
         )
         child = _Child(actor=actor, ref=ref, first=source, factory=factory, restart=restart)
         self._children[ref] = child
