@@ -10,9 +10,12 @@ operator names (:class:`FileTokenStorage`, mode 0600).
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import stat
 import sys
+import tempfile
 from typing import TYPE_CHECKING, cast
 from urllib.parse import parse_qs, urlsplit
 
@@ -59,29 +62,66 @@ class MemoryTokenStorage:
 
 
 class FileTokenStorage:
-    """The SDK's ``TokenStorage`` over one JSON file, written whole (0600) at each change."""
+    """The SDK's ``TokenStorage`` over one JSON file, written whole (0600) at each change.
+
+    Each change is written to a fresh file of its own (0600, made where no file was) in the
+    same directory, then renamed over the token file, so no other file's mode or contents are
+    taken over. A symbolic link at ``path`` is refused, read or written, as is a directory that
+    others may write (and so swap the file) without its sticky bit.
+    """
 
     def __init__(self, path: Path) -> None:
         self.path = path
 
     def _read(self) -> dict[str, object]:
         try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
+            # O_NONBLOCK: a FIFO put at the path opens at once, and is refused below.
+            descriptor = os.open(self.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
         except FileNotFoundError:
             return {}
-        except (OSError, ValueError) as error:
-            raise ValueError(f"the token file {self.path} cannot be read: {error}") from None
+        except OSError as error:
+            raise self._unusable(error) from None
+        try:
+            if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+                raise ValueError(f"the token file {self.path} is not a regular file")
+            with os.fdopen(descriptor, encoding="utf-8", closefd=False) as file:
+                data = json.loads(file.read())
+        except (OSError, UnicodeError, json.JSONDecodeError) as error:
+            raise self._unusable(error) from None
+        finally:
+            os.close(descriptor)
         return data if isinstance(data, dict) else {}
+
+    def _unusable(self, error: Exception) -> ValueError:
+        if isinstance(error, OSError) and error.errno == errno.ELOOP:
+            return ValueError(
+                f"the token file {self.path} is a symbolic link: name the file itself"
+            )
+        return ValueError(f"the token file {self.path} cannot be read: {error}")
 
     def _write(self, key: str, value: object) -> None:
         data = self._read()
         data[key] = value
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fresh = self.path.with_name(self.path.name + ".new")
-        descriptor = os.open(fresh, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(descriptor, "w", encoding="utf-8") as file:
-            json.dump(data, file)
-        fresh.replace(self.path)
+        directory = self.path.parent
+        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        mode = directory.stat().st_mode
+        if mode & stat.S_IWOTH and not mode & stat.S_ISVTX:
+            raise ValueError(
+                f"the token file's directory {directory} may be written by anyone: "
+                "keep the token file in a directory only its owner writes"
+            )
+        # mkstemp: O_CREAT | O_EXCL (so never a file or link already there), mode 0600.
+        descriptor, fresh = tempfile.mkstemp(
+            prefix=f".{self.path.name}.", suffix=".new", dir=directory
+        )
+        try:
+            with os.fdopen(descriptor, "w", encoding="utf-8") as file:
+                json.dump(data, file)
+            # rename(2) replaces a link put at the path since the read, never its target.
+            os.replace(fresh, self.path)
+        except BaseException:
+            os.unlink(fresh)
+            raise
 
     async def get_tokens(self) -> OAuthToken | None:
         value = self._read().get("tokens")
