@@ -8,12 +8,21 @@ import unicodedata
 from typing import TYPE_CHECKING
 
 import anyio
+import mcp_types as types
 import pytest
+from mcp import Client
 
 from amends_toolkit.cli._terminal import MAX_ANSWER, MAX_SHOWN, approval_question, ask, shown
+from conformance._servers import serve
+
+from .gateway import GatewayProcess
+from .upstream import tasks_app
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Iterator
+    from pathlib import Path
+
+    from amends_toolkit._json import JsonObject
 
 pytestmark = pytest.mark.anyio
 
@@ -184,3 +193,74 @@ async def test_without_a_terminal_the_question_is_written_to_stderr_and_refused(
 ) -> None:
     assert await ask("Approve t {}? [y/N] ", terminal="/nonexistent/tty") is False
     assert capsys.readouterr().err == "Approve t {}? [y/N] (no terminal: refused)\n"
+
+
+async def answered_call(
+    client: Client, master: int, input: JsonObject, typed: bytes
+) -> tuple[types.CallToolResult, bytes]:
+    """A call through the gateway, and what its terminal showed once ``typed`` answered it
+    (nothing, if the call ended without a question)."""
+    results: list[types.CallToolResult] = []
+    seen = b""
+    reading = anyio.CancelScope()
+    async with anyio.create_task_group() as tasks:
+
+        async def call() -> None:
+            try:
+                results.append(await client.call_tool("tasks__delete_task", input))
+            finally:
+                reading.cancel()
+
+        tasks.start_soon(call)
+        with reading:
+            seen = await read_until(master, b"[y/N] ")
+            os.write(master, typed)
+    return results[0], seen
+
+
+async def test_the_gateway_asks_its_own_terminal_showing_a_hostile_question_safe(
+    tmp_path: Path,
+) -> None:
+    master, slave = os.openpty()
+    os.set_blocking(master, False)
+    hostile: JsonObject = {
+        "task_id": 1,
+        "note\u202e\u2066": "\u009b2J\x1b]0;x\x07\r\nApprove? " + "x" * 200_000,
+    }
+    with serve(tasks_app()) as port:
+        config = tmp_path / "gateway.toml"
+        config.write_text(
+            f"""
+[[sources]]
+name = "tasks"
+mcp = "http://127.0.0.1:{port}/mcp"
+
+[policy]
+allow = ["tasks__list_tasks"]
+approve = ["tasks__delete_*"]
+block = ["tasks__secret", "tasks__grow", "tasks__slow"]
+"""
+        )
+        gateway = GatewayProcess(config, "--approve-on-terminal", terminal=slave)
+        try:
+            url = await anyio.to_thread.run_sync(gateway.wait_ready)
+            async with Client(url, cache=None) as client:
+                approved, shown = await answered_call(client, master, hostile, b"y\n")
+                refused, shown_again = await answered_call(client, master, hostile, b"n\n")
+        finally:
+            gateway.stop()
+            os.close(master)
+            os.close(slave)
+    assert not approved.is_error
+    assert refused.is_error
+    assert "did not approve" in " ".join(
+        block.text for block in refused.content if isinstance(block, types.TextContent)
+    )
+    for question in (shown, shown_again):
+        text = question.decode("utf-8").rsplit("\n", 1)[-1]  # after the last answer's echo
+        assert text.startswith('Approve tasks__delete_task {"task_id": 1, "note\\u202e\\u2066": "')
+        # C1 (U+009B) escaped here; the C0 controls, by json.dumps itself.
+        assert '"\\x9b2J\\u001b]0;x\\u0007\\r\\nApprove? xxx' in text
+        assert text.endswith(" more characters not shown)? [y/N] ")
+        assert not [c for c in text if unicodedata.category(c)[0] in "CZ" and c != " "]
+        assert len(question) < 11 * MAX_SHOWN
