@@ -26,8 +26,9 @@ MAX_SHOWN = 4_000
 """The most characters of a question's tool and input a person is shown; the rest is cut, and
 the question says how many characters were cut."""
 MAX_ANSWER = 64
-"""The most bytes of a person's answer read (the rest of a longer line is read and dropped)."""
+"""The most bytes of a person's answer kept; a longer line is no answer (refused)."""
 TERMINAL = "/dev/tty"
+"""The process's controlling terminal, where :func:`ask` asks."""
 
 # Controls (C0, DEL, C1), format characters (bidi embeddings, overrides and isolates, zero-width
 # characters, the BOM, tags), line and paragraph separators, surrogates, private use, unassigned.
