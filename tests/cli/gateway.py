@@ -19,18 +19,39 @@ SRC = str(Path(__file__).resolve().parents[2] / "src")
 _SERVING = re.compile(r"serving (\d+) tools at (http://\S+)")
 
 
-class GatewayProcess:
-    """``python -m amends_toolkit serve CONFIG --port 0``; its stderr is collected line by line."""
+# Run first in a new session: makes its stdin (a pseudo-terminal's slave) its controlling terminal.
+_ON_TERMINAL = (
+    "import fcntl, os, sys, termios; fcntl.ioctl(0, termios.TIOCSCTTY, 0); "
+    "os.execv(sys.executable, [sys.executable, *sys.argv[1:]])"
+)
 
-    def __init__(self, config: Path, *extra: str, env: dict[str, str] | None = None) -> None:
+
+class GatewayProcess:
+    """``python -m amends_toolkit serve CONFIG --port 0``; its stderr is collected line by line.
+
+    With ``terminal`` (a pseudo-terminal's slave descriptor), the gateway runs in a session of
+    its own whose controlling terminal (``/dev/tty``) and stdin that terminal is.
+    """
+
+    def __init__(
+        self,
+        config: Path,
+        *extra: str,
+        env: dict[str, str] | None = None,
+        terminal: int | None = None,
+    ) -> None:
         environment = {**os.environ, "PYTHONPATH": SRC, **(env or {})}
+        command = [sys.executable, "-m", "amends_toolkit", "serve", str(config), "--port", "0"]
+        if terminal is not None:
+            command[1:1] = ["-c", _ON_TERMINAL]
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "amends_toolkit", "serve", str(config), "--port", "0", *extra],
-            stdin=subprocess.DEVNULL,
+            [*command, *extra],
+            stdin=subprocess.DEVNULL if terminal is None else terminal,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
             text=True,
             env=environment,
+            start_new_session=terminal is not None,
         )
         self.lines: list[str] = []
         self.url: str | None = None

@@ -22,7 +22,6 @@ import itertools
 import json
 import signal
 import socket
-import sys
 import time
 from contextlib import AsyncExitStack
 from typing import TYPE_CHECKING, Any, cast
@@ -45,6 +44,7 @@ from amends_toolkit.cli._metrics import GatewayMetrics
 from amends_toolkit.cli._pinning import SessionPinning
 from amends_toolkit.cli._policy import GlobPolicy
 from amends_toolkit.cli._sources import build_source
+from amends_toolkit.cli._terminal import approval_question, ask
 from amends_toolkit.presentations import MontyRuntime, code_mode, tool_search
 from amends_toolkit.runtime import (
     ActorRef,
@@ -513,8 +513,7 @@ class Gateway:
 
     async def _ask(self, name: str, input: JsonObject) -> bool:
         async with self._ask_lock:  # one question at a time
-            question = f"Approve {name} {json.dumps(input, ensure_ascii=False)}? [y/N] "
-            answer = await anyio.to_thread.run_sync(_ask_terminal, question, abandon_on_cancel=True)
+            answer = await ask(approval_question(name, input))
         if not answer:
             _note_code("ApprovalDenied")
         return answer
@@ -615,14 +614,3 @@ def _note_code(code: str) -> None:
     record = _CALL.get()
     if record is not None and record.code is None:
         record.code = code
-
-
-def _ask_terminal(question: str) -> bool:
-    try:
-        with open("/dev/tty", "r+", encoding="utf-8") as tty:
-            tty.write(question)
-            tty.flush()
-            return tty.readline().strip().lower() in ("y", "yes")
-    except OSError:
-        sys.stderr.write(question + "(no terminal: refused)\n")
-        return False
