@@ -34,6 +34,9 @@ from typing import Final, Literal
 
 import attrs
 
+from amends_toolkit.adapters.mcp_front import MAX_SESSIONS, SESSION_IDLE_TIMEOUT
+from amends_toolkit.cli._connections import BODY_TIMEOUT, HEADER_TIMEOUT, MAX_CONNECTIONS
+
 __all__ = (
     "ConfigError",
     "GatewayConfig",
@@ -68,6 +71,11 @@ _SERVE_KEYS: Final = frozenset(
         "call_timeout",
         "replica",
         "replicas",
+        "max_sessions",
+        "session_idle_timeout",
+        "max_connections",
+        "header_timeout",
+        "body_timeout",
     )
 )
 _POLICY_KEYS: Final = frozenset(("allow", "approve", "block"))
@@ -124,6 +132,16 @@ class ServeConfig:
     """This gateway's place (from 1) among the servers of a balancer that hashes session ids."""
     replicas: int | None = None
     """How many servers that balancer has (see ``deploy/``)."""
+    max_sessions: int = MAX_SESSIONS
+    """Sessions open at once; past it the one idle longest ends (the front's ``MAX_SESSIONS``)."""
+    session_idle_timeout: float = SESSION_IDLE_TIMEOUT
+    """Seconds a session may be idle before it ends."""
+    max_connections: int = MAX_CONNECTIONS
+    """Client connections at once; a request past it is answered 503."""
+    header_timeout: float = HEADER_TIMEOUT
+    """Seconds a request's head may take to arrive; a connection past it is closed."""
+    body_timeout: float = BODY_TIMEOUT
+    """Seconds a request's body may take to arrive after its head; past it, the same."""
 
 
 @attrs.frozen(kw_only=True)
@@ -402,11 +420,24 @@ class _Reader:
         if presentation not in ("tools", "search", "code"):
             raise fail('presentation must be "tools", "search" or "code"', "presentation")
         options["presentation"] = presentation
-        for key in ("refresh_interval", "grace", "call_timeout"):
+        for key in (
+            "refresh_interval",
+            "grace",
+            "call_timeout",
+            "session_idle_timeout",
+            "header_timeout",
+            "body_timeout",
+        ):
             if key in raw:
                 if not _positive(raw[key]):
                     raise fail(f"{key} must be a positive number of seconds", key)
                 options[key] = float(raw[key])
+        for key in ("max_sessions", "max_connections"):
+            if key in raw:
+                value = raw[key]
+                if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                    raise fail(f"{key} must be a whole number above 0", key)
+                options[key] = value
         replica, replicas = raw.get("replica"), raw.get("replicas")
         if (replica is None) != (replicas is None):
             raise fail(
