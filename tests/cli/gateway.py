@@ -22,7 +22,13 @@ _SERVING = re.compile(r"serving (\d+) tools at (http://\S+)")
 class GatewayProcess:
     """``python -m amends_toolkit serve CONFIG --port 0``; its stderr is collected line by line."""
 
-    def __init__(self, config: Path, *extra: str, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        config: Path,
+        *extra: str,
+        env: dict[str, str] | None = None,
+        preexec_fn: Callable[[], None] | None = None,
+    ) -> None:
         environment = {**os.environ, "PYTHONPATH": SRC, **(env or {})}
         self.process = subprocess.Popen(
             [sys.executable, "-m", "amends_toolkit", "serve", str(config), "--port", "0", *extra],
@@ -31,6 +37,7 @@ class GatewayProcess:
             stderr=subprocess.PIPE,
             text=True,
             env=environment,
+            preexec_fn=preexec_fn,
         )
         self.lines: list[str] = []
         self.url: str | None = None
