@@ -11,7 +11,7 @@ import httpx
 import pytest
 from anyio.abc import SocketStream
 
-from .gateway import GatewayProcess
+from .gateway import GatewayProcess, eventually
 from .test_gateway_sessions import grower_config, running, sdk_client_calls
 
 pytestmark = pytest.mark.anyio
@@ -53,7 +53,7 @@ async def answer(stream: SocketStream) -> bytes:
 async def test_half_open_connections_past_the_cap_do_not_keep_a_new_client_out(
     tmp_path: Path,
 ) -> None:
-    with running(tmp_path, max_connections=8, header_timeout=2) as gateway:
+    with running(tmp_path, max_connections=8, header_timeout=5) as gateway:
         half_open = []
         for index in range(12):
             stream = await connect(gateway)
@@ -61,13 +61,29 @@ async def test_half_open_connections_past_the_cap_do_not_keep_a_new_client_out(
                 await stream.send(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-")
             half_open.append(stream)
         async with httpx.AsyncClient() as http:
-            # Past the cap a request is refused at once, not left to wait.
-            refused = await http.get(f"{gateway.base}/healthz")
-            assert (refused.status_code, refused.text) == (503, "Service Unavailable")
+            # Past the cap a connection is closed at once: a client is refused, not left to wait.
+            with pytest.raises(httpx.TransportError):
+                await http.get(f"{gateway.base}/healthz")
         for stream in half_open:
             await closed(stream)
             await stream.aclose()
         await sdk_client_calls(gateway.wait_ready())
+
+
+async def test_a_request_at_the_connection_cap_is_answered_503(tmp_path: Path) -> None:
+    with running(tmp_path, max_connections=4) as gateway:
+        held = [await connect(gateway) for _ in range(3)]
+        async with httpx.AsyncClient() as http:
+            refused = await http.get(f"{gateway.base}/healthz")
+            assert (refused.status_code, refused.text) == (503, "Service Unavailable")
+        for stream in held:
+            await stream.aclose()
+
+        async def served() -> bool:
+            async with httpx.AsyncClient() as http:
+                return (await http.get(f"{gateway.base}/healthz")).status_code == 200
+
+        await eventually(served)
 
 
 async def test_a_body_sent_too_slowly_closes_its_connection(tmp_path: Path) -> None:

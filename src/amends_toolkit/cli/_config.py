@@ -137,7 +137,7 @@ class ServeConfig:
     session_idle_timeout: float = SESSION_IDLE_TIMEOUT
     """Seconds a session may be idle before it ends."""
     max_connections: int = MAX_CONNECTIONS
-    """Client connections at once; a request past it is answered 503."""
+    """Client connections at once; at it a request is answered 503, past it a connection closed."""
     header_timeout: float = HEADER_TIMEOUT
     """Seconds a request's head may take to arrive; a connection past it is closed."""
     body_timeout: float = BODY_TIMEOUT

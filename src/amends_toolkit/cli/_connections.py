@@ -6,9 +6,10 @@ a time, holds its connection and a file, and enough of them every file the proce
 (slowloris). :class:`TimedH11Protocol` is uvicorn's h11 protocol with a clock on reading: a
 request's head must arrive whole within ``header_timeout`` seconds of its first byte (of the
 connection, for the first request) and its body within ``body_timeout`` seconds of the head, or
-the connection is closed. The number of connections is uvicorn's ``limit_concurrency`` (a
-request past it is answered 503), and :func:`raise_open_files` lets the process open as many
-files as its hard limit allows, so that cap, not the soft limit, is what a flood meets.
+the connection is closed. The number of connections is uvicorn's ``limit_concurrency``: a
+request at it is answered 503, a connection past it closed as soon as it is accepted; and
+:func:`raise_open_files` lets the process open as many files as its hard limit allows, so that
+cap, not the soft limit, is what a flood meets.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ HEADER_TIMEOUT: Final = 10.0
 BODY_TIMEOUT: Final = 30.0
 """Seconds a request's body may take to arrive after its head."""
 MAX_CONNECTIONS: Final = 2_048
-"""Connections (and requests in progress) at once; a request past it is answered 503."""
+"""Connections at once: a request at the cap is answered 503, a connection past it is closed."""
 FILES_RESERVED: Final = 256
 """Open files kept for what is not a client's connection: the sources' sockets and pipes, logs."""
 
@@ -62,6 +63,11 @@ class TimedH11Protocol(H11Protocol):
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
+        if self.limit_concurrency is not None and len(self.connections) > self.limit_concurrency:
+            # Past the cap a connection is closed at once, so that connections never take the
+            # files the process may open (a request at the cap is answered 503 by uvicorn).
+            transport.close()
+            return
         self._enter("head")
 
     def connection_lost(self, exc: Exception | None) -> None:
