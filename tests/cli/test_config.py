@@ -45,6 +45,11 @@ port = 9000
 path = "/tools"
 presentation = "search"
 refresh_interval = 300
+max_sessions = 50
+session_idle_timeout = 60
+max_connections = 100
+header_timeout = 2.5
+body_timeout = 5
 """
 
 
@@ -83,6 +88,8 @@ def test_every_binding_key_is_read(tmp_path: Path) -> None:
         "search",
     )
     assert serve.refresh_interval == 300.0
+    assert (serve.max_sessions, serve.session_idle_timeout, serve.max_connections) == (50, 60, 100)
+    assert (serve.header_timeout, serve.body_timeout) == (2.5, 5.0)
 
 
 @pytest.mark.parametrize(
@@ -107,6 +114,21 @@ def test_every_binding_key_is_read(tmp_path: Path) -> None:
             '"tools", "search" or "code"',
         ),
         ('[[sources]]\nname = "a"\nmcp = "http://x/mcp"\nauth = "oauth"\n', 4, "token_file"),
+        (
+            '[[sources]]\nname = "a"\nmcp = "http://x/mcp"\n[serve]\nmax_sessions = 0\n',
+            5,
+            "max_sessions must be a whole number above 0",
+        ),
+        (
+            '[[sources]]\nname = "a"\nmcp = "http://x/mcp"\n[serve]\nmax_connections = 1.5\n',
+            5,
+            "max_connections must be a whole number above 0",
+        ),
+        (
+            '[[sources]]\nname = "a"\nmcp = "http://x/mcp"\n[serve]\nheader_timeout = 0\n',
+            5,
+            "header_timeout must be a positive number of seconds",
+        ),
         (
             '[[sources]]\nname = "a"\nmcp = "http://x/mcp"\n[[sources]]\nname = "a"\nmcp = "http://y/mcp"\n',
             5,
