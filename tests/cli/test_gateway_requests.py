@@ -4,7 +4,7 @@ posts, batches, a body past the limit. Each is refused before any tool is called
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import anyio
@@ -60,7 +60,9 @@ def without(headers: dict[str, str], name: str) -> dict[str, str]:
     return {key: value for key, value in headers.items() if key != name}
 
 
-SHAPES = {  # */* is a right Accept (RFC 9110); a simple request cannot send application/json
+Shape = Callable[[dict[str, str]], dict[str, str]]
+# Not */*: it is a right Accept (RFC 9110). A browser's simple request cannot send JSON's type.
+SHAPES: dict[str, Shape] = {
     "text/plain": lambda h: {**h, "content-type": "text/plain"},
     "a form": lambda h: {**h, "content-type": "application/x-www-form-urlencoded"},
     "multipart": lambda h: {**h, "content-type": "multipart/form-data; boundary=x"},
