@@ -121,11 +121,13 @@ def timed_protocol(*, header_timeout: float, body_timeout: float) -> type[TimedH
 def raise_open_files() -> int:
     """Raise the soft limit of open files to the hard limit; return the soft limit now."""
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if hard != soft:
+    # macOS refuses a soft limit past OPEN_MAX (10,240) when the hard one is infinite.
+    for target in (hard, 10_240):
+        if target == resource.RLIM_INFINITY or target <= soft:
+            continue
         try:
-            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
         except (ValueError, OSError):
-            # macOS refuses an infinite soft limit (OPEN_MAX): the soft limit stays.
-            return soft
-        return hard
+            continue
+        return target
     return soft

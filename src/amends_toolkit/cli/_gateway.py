@@ -154,7 +154,7 @@ class Gateway:
             if serve.replicas is not None and serve.replica is not None:
                 served_app = SessionPinning(app, replica=serve.replica, replicas=serve.replicas)
             files = raise_open_files()
-            connections = min(serve.max_connections, files - FILES_RESERVED)
+            connections = max(1, min(serve.max_connections, files - FILES_RESERVED))
             if connections < serve.max_connections:
                 self.output.note(
                     f"serving at most {connections} connections, not max_connections = "
@@ -168,7 +168,7 @@ class Gateway:
                     http=timed_protocol(
                         header_timeout=serve.header_timeout, body_timeout=serve.body_timeout
                     ),
-                    limit_concurrency=max(connections, 1),
+                    limit_concurrency=connections,
                     log_level="warning",
                     lifespan="on",
                     timeout_graceful_shutdown=1,
