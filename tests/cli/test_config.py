@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -168,3 +170,15 @@ def test_the_most_restrictive_match_wins_and_an_unnamed_tool_is_blocked() -> Non
     assert policy("tasks", tool("delete_all")) == "block"
     assert policy("files", tool("read")) == "block"
     assert policy.unnamed == ["files__read"]
+
+
+def test_the_configuration_reads_without_the_gateways_packages() -> None:
+    # Every command explains its errors through ConfigError: it must not need the gateway extra.
+    program = (
+        "import sys, amends_toolkit.cli._config; "
+        "print(sorted({'mcp', 'mcp_types', 'uvicorn', 'starlette'} & set(sys.modules)))"
+    )
+    found = subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, text=True, check=True
+    )
+    assert found.stdout.strip() == "[]"

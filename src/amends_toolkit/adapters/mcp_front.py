@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import math
 from contextvars import ContextVar
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any
 
 import mcp_types as types
 from mcp.server.lowlevel import Server
@@ -40,6 +40,7 @@ from starlette.routing import Route
 
 from amends_toolkit._content import content_parts
 from amends_toolkit._log import get_logger
+from amends_toolkit.adapters._mcp_server import MAX_SESSIONS, SESSION_IDLE_TIMEOUT
 from amends_toolkit.runtime import Member, Session, Toolkit
 
 if TYPE_CHECKING:
@@ -57,14 +58,7 @@ if TYPE_CHECKING:
     from amends_toolkit.runtime import ToolResult
     from amends_toolkit.runtime._session import Approve, OnError
 
-__all__ = ("MAX_SESSIONS", "SESSION_IDLE_TIMEOUT", "ToolkitServer")
-
-MAX_SESSIONS: Final = 1_000
-"""Sessions (of the protocol versions before 2026-07-28) open at once. Past it, the session idle
-longest is ended to make room (its id then answers 404, and its client begins another); when
-every session has a request in flight, a new one is refused with 503. About 40 KB each."""
-SESSION_IDLE_TIMEOUT: Final = 600.0
-"""Seconds a session may go with no request in flight (no call, no open stream) before it ends."""
+__all__ = ("ToolkitServer",)
 
 _log = get_logger(__name__)
 _VERSIONS = (*HANDSHAKE_PROTOCOL_VERSIONS, *MODERN_PROTOCOL_VERSIONS)
@@ -165,9 +159,11 @@ class ToolkitServer:
                 ``transport_security`` says otherwise.
             json_response: Answer the sessions' requests as JSON rather than event streams.
             transport_security: The SDK's allowed hosts and origins.
-            max_sessions: Sessions open at once (see :data:`MAX_SESSIONS`).
-            session_idle_timeout: Seconds a session may be idle before it ends (see
-                :data:`SESSION_IDLE_TIMEOUT`).
+            max_sessions: Sessions open at once (``MAX_SESSIONS`` of
+                :mod:`amends_toolkit.adapters._mcp_server`: 1,000); past it the one idle longest
+                ends, and when none is idle a new one is refused with 503.
+            session_idle_timeout: Seconds a session may go with no request in flight before it
+                ends (600).
 
         Raises:
             ValueError: ``max_sessions`` or ``session_idle_timeout`` is not positive.

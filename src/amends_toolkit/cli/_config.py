@@ -34,10 +34,12 @@ from typing import Final, Literal
 
 import attrs
 
-from amends_toolkit.adapters.mcp_front import MAX_SESSIONS, SESSION_IDLE_TIMEOUT
-from amends_toolkit.cli._connections import BODY_TIMEOUT, HEADER_TIMEOUT, MAX_CONNECTIONS
+from amends_toolkit.adapters._mcp_server import MAX_SESSIONS, SESSION_IDLE_TIMEOUT
 
 __all__ = (
+    "BODY_TIMEOUT",
+    "HEADER_TIMEOUT",
+    "MAX_CONNECTIONS",
     "ConfigError",
     "GatewayConfig",
     "PolicyConfig",
@@ -47,6 +49,13 @@ __all__ = (
     "is_env_template",
     "load_config",
 )
+
+HEADER_TIMEOUT: Final = 10.0
+"""Seconds a request's head may take to arrive, from its first byte (or the connection's start)."""
+BODY_TIMEOUT: Final = 30.0
+"""Seconds a request's body may take to arrive after its head."""
+MAX_CONNECTIONS: Final = 2_048
+"""Client connections at once: a request at the cap is answered 503, a connection past it closed."""
 
 Presentation = Literal["tools", "search", "code"]
 SourceKind = Literal["mcp", "stdio", "openapi"]
@@ -133,15 +142,15 @@ class ServeConfig:
     replicas: int | None = None
     """How many servers that balancer has (see ``deploy/``)."""
     max_sessions: int = MAX_SESSIONS
-    """Sessions open at once; past it the one idle longest ends (the front's ``MAX_SESSIONS``)."""
+    """Sessions open at once; past it the one idle longest ends."""
     session_idle_timeout: float = SESSION_IDLE_TIMEOUT
     """Seconds a session may be idle before it ends."""
     max_connections: int = MAX_CONNECTIONS
-    """Client connections at once; at it a request is answered 503, past it a connection closed."""
+    """Client connections at once (see ``MAX_CONNECTIONS``)."""
     header_timeout: float = HEADER_TIMEOUT
-    """Seconds a request's head may take to arrive; a connection past it is closed."""
+    """Seconds a request's head may take; then its connection is closed."""
     body_timeout: float = BODY_TIMEOUT
-    """Seconds a request's body may take to arrive after its head; past it, the same."""
+    """Seconds a request's body may take after its head; then its connection is closed."""
 
 
 @attrs.frozen(kw_only=True)

@@ -21,15 +21,13 @@ import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from amends_toolkit._log import get_logger
+from amends_toolkit.cli._config import BODY_TIMEOUT, HEADER_TIMEOUT
 
 if TYPE_CHECKING:
     import asyncio
 
 __all__ = (
-    "BODY_TIMEOUT",
     "FILES_RESERVED",
-    "HEADER_TIMEOUT",
-    "MAX_CONNECTIONS",
     "TimedH11Protocol",
     "raise_open_files",
     "timed_protocol",
@@ -37,12 +35,6 @@ __all__ = (
 
 _log = get_logger("amends_toolkit.gateway")
 
-HEADER_TIMEOUT: Final = 10.0
-"""Seconds a request's head may take to arrive, from its first byte (or the connection's start)."""
-BODY_TIMEOUT: Final = 30.0
-"""Seconds a request's body may take to arrive after its head."""
-MAX_CONNECTIONS: Final = 2_048
-"""Connections at once: a request at the cap is answered 503, a connection past it is closed."""
 FILES_RESERVED: Final = 256
 """Open files kept for what is not a client's connection: the sources' sockets and pipes, logs."""
 
