@@ -105,14 +105,16 @@ async def sdk_client_calls(url: str) -> None:
 async def test_a_flood_of_initialize_does_not_lock_out_a_new_client(tmp_path: Path) -> None:
     with running(tmp_path, max_sessions=4) as gateway:
         url = gateway.wait_ready()
-        async with httpx.AsyncClient() as http:
-            flood = [await initialize(http, url) for _ in range(40)]
-            # The sessions idle longest made room: the first ones are gone, the last one is not.
-            assert await ping(http, url, flood[0]) == 404
-            assert await ping(http, url, flood[-1]) == 200
+        async with from_address("127.0.0.1") as client, from_address("127.0.0.2") as flooder:
+            earlier = await initialize(client, url)
+            flood = [await initialize(flooder, url) for _ in range(40)]
+            # The flooder's sessions idle longest made room, not the other client's, idle longer.
+            assert await ping(flooder, url, flood[0]) == 404
+            assert await ping(flooder, url, flood[-1]) == 200
+            assert await ping(client, url, earlier) == 200
         await sdk_client_calls(url)
         evicted = gateway.events("mcp_server.session_evicted")
-        assert len(evicted) >= 36
+        assert len(evicted) >= 37
         assert max(event["sessions"] for event in evicted) < 4
 
 

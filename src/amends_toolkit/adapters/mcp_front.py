@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections import Counter
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
@@ -265,7 +266,8 @@ def _peer(scope: Scope) -> str:
 
 class _Sessions(StreamableHTTPSessionManager):
     """The SDK's session manager, with each session bound to the peer that opened it and, at the
-    cap, the session idle longest ended to make room rather than every new client refused.
+    cap, an idle session ended to make room rather than every new client refused: the one idle
+    longest of the peer that holds the most.
 
     The SDK (mcp 2.3) offers neither: this reaches into its ``_handle_stateful_request``,
     ``_admit_session``, ``_discard_session`` and ``_server_instances``; the gateway's tests
@@ -309,7 +311,9 @@ class _Sessions(StreamableHTTPSessionManager):
         ]
         if not idle:
             return  # every session is busy: the SDK refuses the new one with 503
-        key = min(idle)[1]
+        # Of the peer holding the most sessions first: one client's flood ends its own.
+        held = Counter(self._peers.values())
+        _, key = max(idle, key=lambda pair: (held[self._peers.get(pair[1], "")], -pair[0]))
         transport = self._server_instances.pop(key)
         self._session_owners.pop(key, None)
         self._peers.pop(key, None)
