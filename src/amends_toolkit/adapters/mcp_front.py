@@ -161,8 +161,9 @@ class ToolkitServer:
             json_response: Answer the sessions' requests as JSON rather than event streams.
             transport_security: The SDK's allowed hosts and origins.
             max_sessions: Sessions open at once (``MAX_SESSIONS`` of
-                :mod:`amends_toolkit.adapters._mcp_server`: 1,000); past it the one idle longest
-                ends, and when none is idle a new one is refused with 503.
+                :mod:`amends_toolkit.adapters._mcp_server`: 1,000); past it an idle one ends
+                (the one idle longest of the peer holding the most), and when none is idle a
+                new one is refused with 503.
             session_idle_timeout: Seconds a session may go with no request in flight before it
                 ends (600).
 

@@ -142,7 +142,7 @@ class ServeConfig:
     replicas: int | None = None
     """How many servers that balancer has (see ``deploy/``)."""
     max_sessions: int = MAX_SESSIONS
-    """Sessions open at once; past it the one idle longest ends."""
+    """Sessions open at once; past it an idle one ends (see ``MAX_SESSIONS``)."""
     session_idle_timeout: float = SESSION_IDLE_TIMEOUT
     """Seconds a session may be idle before it ends."""
     max_connections: int = MAX_CONNECTIONS
