@@ -143,7 +143,7 @@ async def test_at_the_cap_with_every_session_busy_a_new_one_is_refused_with_503(
 
 
 async def test_an_idle_session_expires_and_a_streaming_one_does_not(tmp_path: Path) -> None:
-    with running(tmp_path, session_idle_timeout=2) as gateway:
+    with running(tmp_path, session_idle_timeout=4) as gateway:
         url = gateway.wait_ready()
         async with Client(url, mode="legacy", cache=None) as client, httpx.AsyncClient() as http:
             await client.list_tools()
