@@ -442,6 +442,14 @@ async def test_a_bad_timeout_or_toolkit_is_refused_when_building() -> None:
         at.adapters.mcp_server(at.Session(toolkit, approve=Asked(True)), name="x")  # type: ignore[arg-type]
 
 
+async def test_a_bad_session_bound_is_refused_when_the_app_is_built() -> None:
+    server = at.adapters.mcp_server(at.assemble(members(Tasks()), decide), name="x")
+    with pytest.raises(ValueError, match="max_sessions"):
+        server.streamable_http_app(max_sessions=0)
+    with pytest.raises(ValueError, match="session_idle_timeout"):
+        server.streamable_http_app(session_idle_timeout=float("inf"))
+
+
 def test_the_adapters_import_without_the_sdk_and_say_what_is_missing() -> None:
     program = (
         "import sys\n"

@@ -39,6 +39,7 @@ class GatewayProcess:
         *extra: str,
         env: dict[str, str] | None = None,
         terminal: int | None = None,
+        preexec_fn: Callable[[], None] | None = None,
     ) -> None:
         environment = {**os.environ, "PYTHONPATH": SRC, **(env or {})}
         command = [sys.executable, "-m", "amends_toolkit", "serve", str(config), "--port", "0"]
@@ -52,6 +53,7 @@ class GatewayProcess:
             text=True,
             env=environment,
             start_new_session=terminal is not None,
+            preexec_fn=preexec_fn,
         )
         self.lines: list[str] = []
         self.url: str | None = None

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -46,6 +48,11 @@ path = "/tools"
 presentation = "search"
 refresh_interval = 300
 max_in_flight_per_caller = 8
+max_sessions = 50
+session_idle_timeout = 60
+max_connections = 100
+header_timeout = 2.5
+body_timeout = 5
 """
 
 
@@ -92,6 +99,8 @@ def test_every_binding_key_is_read(tmp_path: Path) -> None:
         ).serve.max_in_flight_per_caller
         == 32
     )
+    assert (serve.max_sessions, serve.session_idle_timeout, serve.max_connections) == (50, 60, 100)
+    assert (serve.header_timeout, serve.body_timeout) == (2.5, 5.0)
 
 
 @pytest.mark.parametrize(
@@ -119,7 +128,22 @@ def test_every_binding_key_is_read(tmp_path: Path) -> None:
         (
             '[[sources]]\nname = "a"\nmcp = "http://x/mcp"\n[serve]\nmax_in_flight_per_caller = 0\n',
             5,
-            "max_in_flight_per_caller must be a whole number of calls",
+            "max_in_flight_per_caller must be a whole number above 0",
+        ),
+        (
+            '[[sources]]\nname = "a"\nmcp = "http://x/mcp"\n[serve]\nmax_sessions = 0\n',
+            5,
+            "max_sessions must be a whole number above 0",
+        ),
+        (
+            '[[sources]]\nname = "a"\nmcp = "http://x/mcp"\n[serve]\nmax_connections = 1.5\n',
+            5,
+            "max_connections must be a whole number above 0",
+        ),
+        (
+            '[[sources]]\nname = "a"\nmcp = "http://x/mcp"\n[serve]\nheader_timeout = 0\n',
+            5,
+            "header_timeout must be a positive number of seconds",
         ),
         (
             '[[sources]]\nname = "a"\nmcp = "http://x/mcp"\n[[sources]]\nname = "a"\nmcp = "http://y/mcp"\n',
@@ -213,3 +237,15 @@ def test_the_patterns_that_named_no_tool_since_a_reset_are_unmatched() -> None:
         "allow: tasks__*",
     ]
     assert policy.unnamed == []
+
+
+def test_the_configuration_reads_without_the_gateways_packages() -> None:
+    # Every command explains its errors through ConfigError: it must not need the gateway extra.
+    program = (
+        "import sys, amends_toolkit.cli._config; "
+        "print(sorted({'mcp', 'mcp_types', 'uvicorn', 'starlette'} & set(sys.modules)))"
+    )
+    found = subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, text=True, check=True
+    )
+    assert found.stdout.strip() == "[]"

@@ -17,7 +17,15 @@ if TYPE_CHECKING:
     from amends_toolkit.runtime import Member, Toolkit
     from amends_toolkit.runtime._session import Approve, OnError
 
-__all__ = ("LIST_PAGE_SIZE", "mcp_server")
+__all__ = ("LIST_PAGE_SIZE", "MAX_SESSIONS", "SESSION_IDLE_TIMEOUT", "mcp_server")
+
+MAX_SESSIONS: Final = 1_000
+"""Sessions (of the protocol versions before 2026-07-28) a front's app keeps open at once. Past
+it, an idle session is ended to make room (the one idle longest of the peer holding the most;
+its id then answers 404, and its client begins another); when every session has a request in
+flight, a new one is refused with 503. About 40 KB each."""
+SESSION_IDLE_TIMEOUT: Final = 600.0
+"""Seconds a session may go with no request in flight (no call, no open stream) before it ends."""
 
 _SDK: Final = ("mcp", "mcp_types")
 """The modules of the official SDK, which the ``mcp-server`` extra installs."""

@@ -17,30 +17,42 @@ on one endpoint); the toolkit decides everything else: which tools exist, what i
 from __future__ import annotations
 
 import json
+import math
+from collections import Counter
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
 import mcp_types as types
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
-from mcp.server.transport_security import TransportSecurityMiddleware
+from mcp.server.streamable_http import MCP_SESSION_ID_HEADER
+from mcp.server.streamable_http_manager import (
+    StreamableHTTPASGIApp,
+    StreamableHTTPSessionManager,
+    _error_response,
+)
+from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
 from mcp_types.methods import serialize_server_result
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 from pydantic import TypeAdapter, ValidationError
+from starlette.applications import Starlette
+from starlette.datastructures import Headers
 from starlette.requests import Request
+from starlette.routing import Route
 
 from amends_toolkit._content import content_parts
 from amends_toolkit._log import get_logger
 from amends_toolkit._peer import cut
-from amends_toolkit.adapters._mcp_server import LIST_PAGE_SIZE
+from amends_toolkit.adapters._mcp_server import LIST_PAGE_SIZE, MAX_SESSIONS, SESSION_IDLE_TIMEOUT
 from amends_toolkit.runtime import Member, Session, Toolkit
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping, Sequence
 
+    from mcp.server.auth.middleware.bearer_auth import AuthorizationContext
     from mcp.server.context import ServerRequestContext
-    from mcp.server.transport_security import TransportSecuritySettings
-    from starlette.applications import Starlette
+    from mcp.server.streamable_http import StreamableHTTPServerTransport
     from starlette.types import ASGIApp, Receive, Scope, Send
 
     from amends_toolkit._definitions import Annotations
@@ -126,11 +138,16 @@ class ToolkitServer:
         host: str = "127.0.0.1",
         json_response: bool = False,
         transport_security: TransportSecuritySettings | None = None,
+        max_sessions: int = MAX_SESSIONS,
+        session_idle_timeout: float = SESSION_IDLE_TIMEOUT,
     ) -> Starlette:
         """The Starlette ASGI app that serves the toolkit over Streamable HTTP at ``path``.
 
         One endpoint speaks both eras: a request in 2026-07-28 is answered statelessly, and any
-        other client begins a session with ``initialize`` (2025-11-25 down to 2024-11-05).
+        other client begins a session with ``initialize`` (2025-11-25 down to 2024-11-05). A
+        session is bound to the client that began it: until callers have identities, to its
+        peer address, so another client's request with its id is answered 404, as an unknown
+        id is.
 
         Args:
             path: Where the endpoint is.
@@ -139,25 +156,44 @@ class ToolkitServer:
                 ``transport_security`` says otherwise.
             json_response: Answer the sessions' requests as JSON rather than event streams.
             transport_security: The SDK's allowed hosts and origins.
+            max_sessions: Sessions open at once (``MAX_SESSIONS`` of
+                :mod:`amends_toolkit.adapters._mcp_server`: 1,000); past it an idle one ends
+                (the one idle longest of the peer holding the most), and when none is idle a
+                new one is refused with 503.
+            session_idle_timeout: Seconds a session may go with no request in flight before it
+                ends (600).
 
         Every route of the app, the endpoint and any a host adds to ``app.router.routes`` (a
         health check, metrics), is behind that one Host and Origin check: a foreign ``Host``
         is answered 421, a foreign ``Origin`` 403.
 
-        The app's lifespan runs the SDK's session manager: serve it with an ASGI server that
-        runs lifespans (uvicorn does), or enter ``app.router.lifespan_context(app)``. Build it
-        once: the SDK's server holds the session manager of the last app built.
+        Raises:
+            ValueError: ``max_sessions`` or ``session_idle_timeout`` is not positive.
+
+        The app's lifespan runs its session manager: serve it with an ASGI server that runs
+        lifespans (uvicorn does), or enter ``app.router.lifespan_context(app)``.
         """
-        app = self.server.streamable_http_app(
-            streamable_http_path=path,
-            host=host,
+        if transport_security is None and host in ("127.0.0.1", "localhost", "::1"):
+            # As the SDK's own app does (Server.streamable_http_app).
+            transport_security = TransportSecuritySettings(
+                enable_dns_rebinding_protection=True,
+                allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*"],
+                allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
+            )
+        sessions = _Sessions(
+            self.server,
             json_response=json_response,
-            transport_security=transport_security,
+            security_settings=transport_security,
+            session_idle_timeout=session_idle_timeout,
+            max_sessions=max_sessions,
         )
-        # The SDK checks at its endpoint alone; the same settings, its own, guard every route.
-        settings = self.server.session_manager.security_settings
-        if settings is not None and settings.enable_dns_rebinding_protection:
-            app.add_middleware(_HostChecked, check=TransportSecurityMiddleware(settings))
+        app = Starlette(
+            routes=[Route(path, endpoint=StreamableHTTPASGIApp(sessions))],
+            lifespan=lambda app: sessions.run(),
+        )
+        # The SDK checks at its endpoint alone; the same settings guard every route.
+        if transport_security is not None and transport_security.enable_dns_rebinding_protection:
+            app.add_middleware(_HostChecked, check=TransportSecurityMiddleware(transport_security))
         return app
 
     async def run_stdio(self) -> None:
@@ -282,6 +318,85 @@ class _HostChecked:
                 await refused(scope, receive, send)
                 return
         await self.app(scope, receive, send)
+
+
+_OPENER: ContextVar[str] = ContextVar("mcp_front_opener", default="")
+"""The peer of the request that may open a session, for the session manager to bind it to."""
+
+
+def _peer(scope: Scope) -> str:
+    """Who sent a request, until callers have identities (issue 28): the peer's address, not its
+    port (a client's connection pool opens connections from many ports)."""
+    client = scope.get("client")
+    return "" if client is None else str(client[0])
+
+
+class _Sessions(StreamableHTTPSessionManager):
+    """The SDK's session manager, with each session bound to the peer that opened it and, at the
+    cap, an idle session ended to make room rather than every new client refused: the one idle
+    longest of the peer that holds the most.
+
+    The SDK (mcp 2.3) offers neither: this reaches into its ``_handle_stateful_request``,
+    ``_admit_session``, ``_discard_session`` and ``_server_instances``; the gateway's tests
+    over a real process fail if those change.
+    """
+
+    def __init__(self, app: Server[Any], **options: Any) -> None:
+        super().__init__(app, **options)
+        self._peers: dict[str, str] = {}
+
+    async def _handle_stateful_request(self, scope: Scope, receive: Receive, send: Send) -> None:
+        key = Headers(scope=scope).get(MCP_SESSION_ID_HEADER)
+        who = _peer(scope)
+        if key is not None and key in self._server_instances and self._peers.get(key) != who:
+            # Answered as an unknown id is (the spec's 404), so an id's owner cannot be probed.
+            await _error_response("Session not found", 404)(scope, receive, send)
+            return
+        token = _OPENER.set(who)
+        try:
+            await super()._handle_stateful_request(scope, receive, send)
+        finally:
+            _OPENER.reset(token)
+
+    def _admit_session(
+        self, requestor: AuthorizationContext | None
+    ) -> StreamableHTTPServerTransport | None:
+        if self.max_sessions is not None and len(self._server_instances) >= self.max_sessions:
+            self._evict_idlest()
+        transport = super()._admit_session(requestor)
+        if transport is not None and transport.mcp_session_id is not None:
+            self._peers[transport.mcp_session_id] = _OPENER.get()
+        return transport
+
+    def _evict_idlest(self) -> None:
+        # A session's idle scope has a finite deadline only while no request of it is in flight
+        # (the SDK's transport keeps it at infinity while one is): the smallest was idle longest.
+        idle = [
+            (transport.idle_scope.deadline, key)
+            for key, transport in self._server_instances.items()
+            if transport.idle_scope is not None and transport.idle_scope.deadline < math.inf
+        ]
+        if not idle:
+            return  # every session is busy: the SDK refuses the new one with 503
+        # Of the peer holding the most sessions first: one client's flood ends its own.
+        held = Counter(self._peers.values())
+        _, key = max(idle, key=lambda pair: (held[self._peers.get(pair[1], "")], -pair[0]))
+        transport = self._server_instances.pop(key)
+        self._session_owners.pop(key, None)
+        self._peers.pop(key, None)
+        assert transport.idle_scope is not None
+        # Ended as an idle session is: its task leaves its loop and discards it.
+        transport.idle_scope.cancel()
+        _log.info("mcp_server.session_evicted", sessions=len(self._server_instances))
+
+    async def _discard_session(
+        self, session_id: str, transport: StreamableHTTPServerTransport
+    ) -> None:
+        scope = transport.idle_scope
+        if session_id in self._server_instances and scope is not None and scope.cancel_called:
+            _log.info("mcp_server.session_expired", sessions=len(self._server_instances) - 1)
+        self._peers.pop(session_id, None)
+        await super()._discard_session(session_id, transport)
 
 
 def _answer(result: ToolResult) -> types.CallToolResult:

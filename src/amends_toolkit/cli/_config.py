@@ -34,7 +34,12 @@ from typing import Final, Literal
 
 import attrs
 
+from amends_toolkit.adapters._mcp_server import MAX_SESSIONS, SESSION_IDLE_TIMEOUT
+
 __all__ = (
+    "BODY_TIMEOUT",
+    "HEADER_TIMEOUT",
+    "MAX_CONNECTIONS",
     "ConfigError",
     "GatewayConfig",
     "PolicyConfig",
@@ -44,6 +49,13 @@ __all__ = (
     "is_env_template",
     "load_config",
 )
+
+HEADER_TIMEOUT: Final = 10.0
+"""Seconds a request's head may take to arrive, from its first byte (or the connection's start)."""
+BODY_TIMEOUT: Final = 30.0
+"""Seconds a request's body may take to arrive after its head."""
+MAX_CONNECTIONS: Final = 2_048
+"""Client connections at once: a request at the cap is answered 503, a connection past it closed."""
 
 Presentation = Literal["tools", "search", "code"]
 SourceKind = Literal["mcp", "stdio", "openapi"]
@@ -69,6 +81,11 @@ _SERVE_KEYS: Final = frozenset(
         "max_in_flight_per_caller",
         "replica",
         "replicas",
+        "max_sessions",
+        "session_idle_timeout",
+        "max_connections",
+        "header_timeout",
+        "body_timeout",
     )
 )
 _POLICY_KEYS: Final = frozenset(("allow", "approve", "block"))
@@ -130,6 +147,16 @@ class ServeConfig:
     """This gateway's place (from 1) among the servers of a balancer that hashes session ids."""
     replicas: int | None = None
     """How many servers that balancer has (see ``deploy/``)."""
+    max_sessions: int = MAX_SESSIONS
+    """Sessions open at once; past it an idle one ends (see ``MAX_SESSIONS``)."""
+    session_idle_timeout: float = SESSION_IDLE_TIMEOUT
+    """Seconds a session may be idle before it ends."""
+    max_connections: int = MAX_CONNECTIONS
+    """Client connections at once (see ``MAX_CONNECTIONS``)."""
+    header_timeout: float = HEADER_TIMEOUT
+    """Seconds a request's head may take; then its connection is closed."""
+    body_timeout: float = BODY_TIMEOUT
+    """Seconds a request's body may take after its head; then its connection is closed."""
 
 
 @attrs.frozen(kw_only=True)
@@ -408,19 +435,24 @@ class _Reader:
         if presentation not in ("tools", "search", "code"):
             raise fail('presentation must be "tools", "search" or "code"', "presentation")
         options["presentation"] = presentation
-        for key in ("refresh_interval", "grace", "call_timeout"):
+        for key in (
+            "refresh_interval",
+            "grace",
+            "call_timeout",
+            "session_idle_timeout",
+            "header_timeout",
+            "body_timeout",
+        ):
             if key in raw:
                 if not _positive(raw[key]):
                     raise fail(f"{key} must be a positive number of seconds", key)
                 options[key] = float(raw[key])
-        if "max_in_flight_per_caller" in raw:
-            share = raw["max_in_flight_per_caller"]
-            if isinstance(share, bool) or not isinstance(share, int) or share < 1:
-                raise fail(
-                    "max_in_flight_per_caller must be a whole number of calls, at least 1",
-                    "max_in_flight_per_caller",
-                )
-            options["max_in_flight_per_caller"] = share
+        for key in ("max_in_flight_per_caller", "max_sessions", "max_connections"):
+            if key in raw:
+                value = raw[key]
+                if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                    raise fail(f"{key} must be a whole number above 0", key)
+                options[key] = value
         replica, replicas = raw.get("replica"), raw.get("replicas")
         if (replica is None) != (replicas is None):
             raise fail(

@@ -40,6 +40,7 @@ from amends_toolkit import adapters
 from amends_toolkit._errors import Failure, NameClash, ToolSourceError
 from amends_toolkit._log import get_logger
 from amends_toolkit._peer import cut
+from amends_toolkit.cli._connections import FILES_RESERVED, raise_open_files, timed_protocol
 from amends_toolkit.cli._metrics import GatewayMetrics
 from amends_toolkit.cli._pinning import SessionPinning
 from amends_toolkit.cli._policy import GlobPolicy
@@ -78,8 +79,6 @@ _log = get_logger("amends_toolkit.gateway")
 
 NOTIFY_TIMEOUT = 1.0
 """The longest the gateway waits to tell one session that the list changed."""
-MAX_SESSIONS = 10_000
-"""Sessions the gateway remembers to tell; the oldest is forgotten past it."""
 MAX_CLASHES_SHOWN = 10
 """Clashing names a clash's warning lists (it counts them all)."""
 MAX_CLASHING_SHOWN = 5
@@ -183,11 +182,22 @@ class Gateway:
             served_app: Any = app
             if serve.replicas is not None and serve.replica is not None:
                 served_app = SessionPinning(app, replica=serve.replica, replicas=serve.replicas)
+            files = raise_open_files()
+            connections = max(1, min(serve.max_connections, files - FILES_RESERVED))
+            if connections < serve.max_connections:
+                self.output.note(
+                    f"serving at most {connections} connections, not max_connections = "
+                    f"{serve.max_connections}: the process may open {files} files (ulimit -n)"
+                )
             server = _QuietServer(
                 uvicorn.Config(
                     served_app,
                     host=serve.host,
                     port=serve.port,
+                    http=timed_protocol(
+                        header_timeout=serve.header_timeout, body_timeout=serve.body_timeout
+                    ),
+                    limit_concurrency=connections,
                     log_level="warning",
                     lifespan="on",
                     timeout_graceful_shutdown=1,
@@ -434,12 +444,14 @@ class Gateway:
         assert listing is not None
         assert calling is not None
         list_tools, call_tool = listing.handler, calling.handler
+        sessions = self.config.serve.max_sessions
 
         async def listed(ctx: ServerRequestContext[Any], params: Any) -> Any:
             request = ctx.request
             key = None if request is None else request.headers.get("mcp-session-id")
             if ctx.protocol_version in HANDSHAKE_PROTOCOL_VERSIONS and key:
-                if key not in self._sessions and len(self._sessions) >= MAX_SESSIONS:
+                # As many as may be open; the oldest is forgotten past it.
+                if key not in self._sessions and len(self._sessions) >= sessions:
                     self._sessions.pop(next(iter(self._sessions)))
                 self._sessions[key] = ctx.session
             return await list_tools(ctx, params)
@@ -523,7 +535,12 @@ class Gateway:
     def _app(self, front: ToolkitServer) -> Starlette:
         serve = self.config.serve
         # The operator's routes are added to the front's app, behind its Host and Origin check.
-        app = front.streamable_http_app(path=serve.path, host=serve.host)
+        app = front.streamable_http_app(
+            path=serve.path,
+            host=serve.host,
+            max_sessions=serve.max_sessions,
+            session_idle_timeout=serve.session_idle_timeout,
+        )
 
         async def healthz(request: Request) -> Response:
             ready = self.discovered >= set(self.refs)
