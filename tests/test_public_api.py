@@ -35,7 +35,10 @@ def test_every_name_the_architecture_binds_is_reachable() -> None:
             at.presentation,
             ["call", "restrict", "merge", "SearchIndex", "ToolRanker", "HybridRanker"],
         ),
-        (at.adapters, ["openai_tools", "anthropic_tools", "mcp_server"]),
+        (
+            at.adapters,
+            ["openai_tools", "anthropic_tools", "mcp_server", "Caller", "Refused", "caller_of"],
+        ),
         (conformance, ["Fixture", "run"]),
     ]:
         missing = [name for name in names if not hasattr(owner, name)]

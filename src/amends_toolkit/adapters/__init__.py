@@ -9,6 +9,7 @@ extra). :func:`mcp_server` serves a toolkit as an MCP server; it imports
 from __future__ import annotations
 
 from amends_toolkit.adapters._anthropic import anthropic_tools, run_anthropic_tool_uses
+from amends_toolkit.adapters._callers import Authenticator, Caller, Refused, caller_of
 from amends_toolkit.adapters._calls import ToolCaller
 from amends_toolkit.adapters._mcp_server import mcp_server
 from amends_toolkit.adapters._openai import (
@@ -19,8 +20,12 @@ from amends_toolkit.adapters._openai import (
 )
 
 __all__ = (
+    "Authenticator",
+    "Caller",
+    "Refused",
     "ToolCaller",
     "anthropic_tools",
+    "caller_of",
     "mcp_server",
     "openai_responses_tools",
     "openai_tools",

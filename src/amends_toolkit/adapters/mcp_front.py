@@ -39,11 +39,13 @@ from pydantic import TypeAdapter, ValidationError
 from starlette.applications import Starlette
 from starlette.datastructures import Headers
 from starlette.requests import Request
+from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from amends_toolkit._content import content_parts
 from amends_toolkit._log import get_logger
 from amends_toolkit._peer import cut
+from amends_toolkit.adapters._callers import CALLER_SCOPE_KEY, Authenticator, Refused, caller_of
 from amends_toolkit.adapters._mcp_server import LIST_PAGE_SIZE, MAX_SESSIONS, SESSION_IDLE_TIMEOUT
 from amends_toolkit.runtime import Member, Session, Toolkit
 
@@ -140,6 +142,7 @@ class ToolkitServer:
         transport_security: TransportSecuritySettings | None = None,
         max_sessions: int = MAX_SESSIONS,
         session_idle_timeout: float = SESSION_IDLE_TIMEOUT,
+        authenticator: Authenticator | None = None,
     ) -> Starlette:
         """The Starlette ASGI app that serves the toolkit over Streamable HTTP at ``path``.
 
@@ -162,6 +165,12 @@ class ToolkitServer:
                 new one is refused with 503.
             session_idle_timeout: Seconds a session may go with no request in flight before it
                 ends (600).
+            authenticator: Asked about every request to the endpoint before the SDK sees it
+                (see :mod:`amends_toolkit.adapters._callers`): a refused request is answered as
+                its :class:`~amends_toolkit.adapters.Refused` says; an admitted one carries its
+                :class:`~amends_toolkit.adapters.Caller` (:func:`~amends_toolkit.adapters.caller_of`),
+                and a session is bound to that caller instead of the peer address. Its
+                ``routes()`` are served beside the endpoint, unauthenticated.
 
         Every route of the app, the endpoint and any a host adds to ``app.router.routes`` (a
         health check, metrics), is behind that one Host and Origin check: a foreign ``Host``
@@ -188,9 +197,14 @@ class ToolkitServer:
             max_sessions=max_sessions,
         )
         app = Starlette(
-            routes=[Route(path, endpoint=StreamableHTTPASGIApp(sessions))],
+            routes=[
+                Route(path, endpoint=StreamableHTTPASGIApp(sessions)),
+                *(() if authenticator is None else authenticator.routes()),
+            ],
             lifespan=lambda app: sessions.run(),
         )
+        if authenticator is not None:
+            app.add_middleware(_Authenticated, path=path, authenticator=authenticator)
         # The SDK checks at its endpoint alone; the same settings guard every route.
         if transport_security is not None and transport_security.enable_dns_rebinding_protection:
             app.add_middleware(_HostChecked, check=TransportSecurityMiddleware(transport_security))
@@ -324,11 +338,40 @@ _OPENER: ContextVar[str] = ContextVar("mcp_front_opener", default="")
 """The peer of the request that may open a session, for the session manager to bind it to."""
 
 
+class _Authenticated:
+    """An ASGI middleware: a request to the endpoint passes only with the caller its
+    authenticator establishes, kept in its scope; any other route passes as it is."""
+
+    def __init__(self, app: ASGIApp, *, path: str, authenticator: Authenticator) -> None:
+        self.app = app
+        self._path = path
+        self._authenticator = authenticator
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["path"] == self._path:
+            try:
+                caller = await self._authenticator.authenticate(Request(scope))
+            except Refused as refused:
+                answer = JSONResponse(
+                    {"error": refused.reason, "error_description": refused.message},
+                    status_code=refused.status,
+                    headers=dict(refused.headers),
+                )
+                await answer(scope, receive, send)
+                return
+            scope[CALLER_SCOPE_KEY] = caller
+        await self.app(scope, receive, send)
+
+
 def _peer(scope: Scope) -> str:
-    """Who sent a request, until callers have identities (issue 28): the peer's address, not its
-    port (a client's connection pool opens connections from many ports)."""
+    """Who sent a request, for binding a session to it: the caller the authenticator
+    established, else the peer's address, not its port (a client's connection pool opens
+    connections from many ports)."""
+    caller = caller_of(scope)
+    if caller is not None:
+        return caller.id
     client = scope.get("client")
-    return "" if client is None else str(client[0])
+    return "" if client is None else "address:" + str(client[0])
 
 
 class _Sessions(StreamableHTTPSessionManager):

@@ -40,6 +40,7 @@ from amends_toolkit import adapters
 from amends_toolkit._errors import Failure, NameClash, ToolSourceError
 from amends_toolkit._log import get_logger
 from amends_toolkit._peer import cut
+from amends_toolkit.adapters import caller_of
 from amends_toolkit.cli._connections import FILES_RESERVED, raise_open_files, timed_protocol
 from amends_toolkit.cli._metrics import GatewayMetrics
 from amends_toolkit.cli._pinning import SessionPinning
@@ -564,13 +565,16 @@ class Gateway:
 
 
 def _caller(ctx: ServerRequestContext[Any]) -> str | None:
-    """Who makes a request, for each source's share of calls per caller, until callers have
-    identities (issue 28): a session's client by its ``Mcp-Session-Id`` (the SDK answers 404 to
-    one it did not give out), any other client by its address. Every stateless client behind one
-    proxy has the proxy's address, and so shares one caller's share."""
+    """Who makes a request, for each source's share of calls per caller: the caller the front's
+    authenticator established; without one, a session's client by its ``Mcp-Session-Id`` (the
+    SDK answers 404 to one it did not give out), any other client by its address (every
+    stateless client behind one proxy has the proxy's address, and so shares one share)."""
     request = cast("Request | None", ctx.request)
     if request is None:
         return None
+    caller = caller_of(request.scope)
+    if caller is not None:
+        return caller.id
     if ctx.protocol_version in HANDSHAKE_PROTOCOL_VERSIONS:
         session = request.headers.get("mcp-session-id")
         if session:
