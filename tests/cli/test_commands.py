@@ -153,3 +153,40 @@ def test_the_cli_package_exports_main_and_imports_no_optional_dependency() -> No
         env={**os.environ, "PYTHONPATH": SRC},
     ).stdout.strip()
     assert loaded == "[]"
+
+
+# Without an extra: the command is run with the extra's package made unimportable (``None`` in
+# ``sys.modules``), as a fresh install without the extra would be.
+
+_WITHOUT = (
+    "import sys; sys.modules[sys.argv[1]] = None; from amends_toolkit.cli import main; "
+    "sys.exit(main(sys.argv[2:]))"
+)
+
+
+@pytest.mark.parametrize(
+    ("missing", "command", "extra"),
+    [
+        ("rich", ["serve", "gateway.toml"], "gateway"),
+        ("uvicorn", ["serve", "gateway.toml"], "gateway"),
+        ("rich", ["inspect", "http://127.0.0.1:1/mcp"], "gateway"),
+        ("httpx2", ["call", "http://127.0.0.1:1/mcp", "tool", "{}"], "gateway"),
+        ("rich", ["demo"], "demo"),
+        ("fastmcp", ["demo"], "demo"),
+    ],
+)
+def test_a_command_without_its_extra_names_the_pip_line_without_a_traceback(
+    missing: str, command: list[str], extra: str
+) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", _WITHOUT, missing, *command],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": SRC, "NO_COLOR": "1"},
+    )
+    assert done.returncode == 1
+    assert done.stderr == (
+        f"error: amends-toolkit {command[0]} needs the {extra!r} extra ({missing} is not "
+        f"installed): pip install 'amends-toolkit[{extra}]'\n"
+    )

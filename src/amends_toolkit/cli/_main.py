@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from amends_toolkit._errors import ToolSourceError
+from amends_toolkit._extras import require_extra
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -25,6 +26,16 @@ if TYPE_CHECKING:
     from amends_toolkit.cli._output import Output
 
 __all__ = ("main",)
+
+_GATEWAY = ("gateway", ("rich", "httpx2", "mcp", "mcp_types", "uvicorn", "prometheus_client"))
+EXTRAS = {
+    "serve": _GATEWAY,
+    "inspect": ("gateway", ("rich", "httpx2")),
+    "call": ("gateway", ("rich", "httpx2")),
+    "demo": ("demo", ("rich", "fastmcp", "uvicorn", "starlette", "pydantic_monty")),
+}
+"""The extra each command needs, and the top-level modules of it that the command imports
+(``httpx2`` comes with the SDK); each is checked before the command imports any of them."""
 
 _STANDARD = frozenset(logging.LogRecord("", 0, "", 0, "", None, None).__dict__) | {"message"}
 
@@ -126,6 +137,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         at = arguments.index("--")
         arguments, stdio = arguments[:at], arguments[at + 1 :]
     options = _parser().parse_args(arguments)
+    extra, modules = EXTRAS[options.command]
+    try:
+        require_extra(extra=extra, modules=modules, needed_by=f"amends-toolkit {options.command}")
+    except ModuleNotFoundError as missing:
+        # Before Output, which needs rich: one plain line.
+        print(f"error: {missing}", file=sys.stderr)
+        return 1
     from amends_toolkit.cli._output import Output
 
     output = Output()
