@@ -11,7 +11,11 @@ stream; a 2026-07-28 client's ``subscriptions/listen``). Tools that would share 
 (``at.NameClash``, an upstream's doing here) never stop it: a refresh serves on the tools of
 before, a start leaves them out; either logs what clashed. SIGINT or SIGTERM stop it: new calls
 are refused, running ones get ``grace`` seconds to finish, then sessions end and the sources'
-processes stop.
+processes stop. So does the SIGHUP of a hangup: one that comes when the terminal the gateway
+started on is gone (a SIGHUP while it is there, or with none from the start, as under a service
+manager, refreshes; so does every SIGHUP of a gateway started with it ignored, as ``nohup``
+starts one). The sources' processes run in sessions of their own: the terminal's hangup never
+reaches them, and the gateway ends them itself.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import contextlib
 import contextvars
 import itertools
 import json
+import os
 import signal
 import socket
 import time
@@ -43,10 +48,11 @@ from amends_toolkit._peer import cut
 from amends_toolkit.adapters import caller_of
 from amends_toolkit.cli._connections import FILES_RESERVED, raise_open_files, timed_protocol
 from amends_toolkit.cli._metrics import GatewayMetrics
+from amends_toolkit.cli._output import silence
 from amends_toolkit.cli._pinning import SessionPinning
 from amends_toolkit.cli._policy import GlobPolicy
 from amends_toolkit.cli._sources import build_source
-from amends_toolkit.cli._terminal import approval_question, ask
+from amends_toolkit.cli._terminal import approval_question, ask, has_terminal
 from amends_toolkit.presentations import MontyRuntime, code_mode, tool_search
 from amends_toolkit.runtime import (
     ActorRef,
@@ -138,6 +144,8 @@ class Gateway:
         self._sandbox: CodeRuntime | None = None
         self._served: tuple[tuple[str, str, str], ...] = ()
         self._stopper: TaskGroup | None = None
+        self._hangup_stops = False
+        self._on_terminal: tuple[int, ...] = ()
         self.server: uvicorn.Server | None = None
 
     # The whole life of the process.
@@ -145,6 +153,9 @@ class Gateway:
     async def run(self, *, task_status: TaskStatus[int] = anyio.TASK_STATUS_IGNORED) -> None:
         """Start every source, discover, serve; return once stopped by SIGINT or SIGTERM."""
         serve = self.config.serve
+        # Before the receiver replaces it: SIGHUP ignored (nohup) means "outlive the terminal".
+        self._hangup_stops = signal.getsignal(signal.SIGHUP) != signal.SIG_IGN and has_terminal()
+        self._on_terminal = tuple(fd for fd in (0, 1, 2) if os.isatty(fd))
         async with AsyncExitStack() as stack:
             # Taken from the start: a signal while the sources start is handled once serving.
             received = stack.enter_context(
@@ -253,10 +264,20 @@ class Gateway:
         async with anyio.create_task_group() as tasks:
             self._stopper = tasks
             async for signum in received:
-                if signum == signal.SIGHUP:
-                    self.want_refresh()
-                else:
+                if signum != signal.SIGHUP:
                     self.stop(reason=signal.Signals(signum).name)
+                elif self._hung_up():
+                    silence(*self._on_terminal)  # each write to a terminal hung up fails
+                    self.stop(reason="SIGHUP")
+                else:
+                    self.want_refresh()
+
+    def _hung_up(self) -> bool:
+        """Whether a SIGHUP is the hangup of the terminal the gateway started on: the kernel
+        has taken the terminal from the session, and its descriptors answer no more."""
+        return self._hangup_stops and not (
+            has_terminal() and all(os.isatty(fd) for fd in self._on_terminal)
+        )
 
     def stop(self, *, reason: str) -> None:
         """Stop as SIGTERM does: refuse new calls, let running ones finish within the grace."""
