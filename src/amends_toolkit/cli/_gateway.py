@@ -565,16 +565,16 @@ class Gateway:
         )
 
         async def healthz(request: Request) -> Response:
-            ready = self.discovered >= set(self.refs)
-            body = {
-                "ready": ready,
-                "sources": {
-                    name: _health(self.failed[name]) if name in self.failed else "ok"
-                    for name in self.refs
-                },
-                "tools": 0 if self.front is None else len(self.front.toolkit),
+            why = self._unready()
+            body: dict[str, object] = {"ready": why is None}
+            if why is not None:
+                body["why"] = why
+            body["sources"] = {
+                name: _health(self.failed[name]) if name in self.failed else "ok"
+                for name in self.refs
             }
-            return JSONResponse(body, status_code=200 if ready else 503)
+            body["tools"] = 0 if self.front is None else len(self.front.toolkit)
+            return JSONResponse(body, status_code=200 if why is None else 503)
 
         async def metrics(request: Request) -> Response:
             return Response(
@@ -583,6 +583,18 @@ class Gateway:
 
         app.router.routes.extend([Route("/healthz", healthz), Route("/metrics", metrics)])
         return app
+
+    def _unready(self) -> str | None:
+        """Why ``/healthz`` answers 503, or ``None`` when the gateway is ready: every source was
+        tried, and none failed its last discovery or some source has tools to serve (a source
+        down after a discovery keeps its tools: its calls fail until it is back, the rest
+        answer). A gateway whose every source failed serves nothing: a balancer should send
+        agents elsewhere."""
+        if not self.discovered >= set(self.refs):
+            return "discovering the sources"
+        if self.failed and not any(self.catalog.values()):
+            return f"no source has tools to serve: {len(self.failed)} of {len(self.refs)} failed"
+        return None
 
 
 def _caller(ctx: ServerRequestContext[Any]) -> str | None:
