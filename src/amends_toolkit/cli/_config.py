@@ -30,7 +30,7 @@ import os
 import re
 import tomllib
 from pathlib import Path
-from typing import Final, Literal
+from typing import Final, Literal, get_args
 
 import attrs
 
@@ -40,6 +40,7 @@ __all__ = (
     "BODY_TIMEOUT",
     "HEADER_TIMEOUT",
     "MAX_CONNECTIONS",
+    "PRESENTATIONS",
     "ConfigError",
     "GatewayConfig",
     "PolicyConfig",
@@ -58,6 +59,7 @@ MAX_CONNECTIONS: Final = 2_048
 """Client connections at once: a request at the cap is answered 503, a connection past it closed."""
 
 Presentation = Literal["tools", "search", "code"]
+PRESENTATIONS: Final[tuple[Presentation, ...]] = get_args(Presentation)
 SourceKind = Literal["mcp", "stdio", "openapi"]
 
 _ENV_VALUE: Final = re.compile(
@@ -432,7 +434,7 @@ class _Reader:
             raise fail("path must begin with '/' and not be /healthz or /metrics", "path")
         options["path"] = path
         presentation = raw.get("presentation", "tools")
-        if presentation not in ("tools", "search", "code"):
+        if presentation not in PRESENTATIONS:
             raise fail('presentation must be "tools", "search" or "code"', "presentation")
         options["presentation"] = presentation
         for key in (

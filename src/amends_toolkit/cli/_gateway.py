@@ -92,6 +92,8 @@ MAX_CLASHING_SHOWN = 5
 """Tools a clash's warning lists for one name."""
 MAX_TOOL_NAME_SHOWN = 100
 """The most characters of an upstream's tool name a warning shows."""
+MAX_UNNAMED_SHOWN = 10
+"""Tools the note of those no pattern names lists (it counts them all; the log lists them all)."""
 
 
 @attrs.define
@@ -386,8 +388,18 @@ class Gateway:
         fresh = [name for name in self.policy.unnamed if name not in self._reported]
         if fresh:
             self._reported.update(fresh)
+            names = sorted(fresh)
+            _log.info("gateway.unnamed", tools=names)
+            more = len(names) - MAX_UNNAMED_SHOWN
             self.output.note(
-                "blocked, as no [policy] pattern names them: " + ", ".join(sorted(fresh))
+                f"{len(names)} tool{' is' if len(names) == 1 else 's are'} blocked, as no "
+                "[policy] pattern names them: "
+                + ", ".join(names[:MAX_UNNAMED_SHOWN])
+                + (
+                    f", and {more} more (the log's gateway.unnamed line lists them all)"
+                    if more > 0
+                    else ""
+                )
             )
         unmatched = [p for p in self.policy.unmatched() if p not in self._unmatched]
         if unmatched:
