@@ -1,0 +1,315 @@
+"""``[auth] type = "oauth"``: the gateway as a protected resource, against a real authorization
+server (node's ``oidc-provider``, ``tests/cli/oidc/provider.mjs``) issuing JWT access tokens for a
+resource indicator.
+
+Over a real gateway process: a provider's token lets the SDK client list and call in both eras;
+no token, a token for another audience, one without the scope, one signed by another key, ``none``
+and HMAC are refused with the status and challenge the MCP authorization specification says;
+the Protected Resource Metadata documents are right. In process (for a leeway of 0 and counts):
+an expired token, the verified-token cache, a flood of unknown ``kid``s, a header too long, an
+issuer whose metadata is another's, an http issuer elsewhere than loopback.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+import os
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx
+import httpx2
+import jwt
+import pytest
+from cryptography.hazmat.primitives.asymmetric import rsa
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from starlette.requests import Request
+
+from amends_toolkit.adapters import Refused
+from amends_toolkit.cli import _oauth_resource
+from amends_toolkit.cli._oauth_resource import MAX_TOKEN_CHARS, OAuthResource
+
+from .authserver import AuthServer, auth_server
+from .gateway import GatewayProcess
+from .test_gateway import text
+from .test_gateway_sessions import HEADERS, INITIALIZE
+
+pytestmark = pytest.mark.anyio
+
+__all__ = ("auth_server",)
+
+UPSTREAM = Path(__file__).with_name("upstream.py")
+
+
+def write_config(directory: Path, issuer: str) -> Path:
+    config = directory / "gateway.toml"
+    config.write_text(
+        f"""
+[[sources]]
+name = "grower"
+stdio = [{json.dumps(sys.executable)}, {json.dumps(str(UPSTREAM))}, "stdio"]
+env = {{ PYTHONPATH = {json.dumps(os.pathsep.join(sys.path))} }}
+
+[policy]
+allow = ["grower__*"]
+
+[auth]
+type = "oauth"
+issuer = {json.dumps(issuer)}
+scopes = ["mcp:tools"]
+"""
+    )
+    return config
+
+
+@pytest.fixture(scope="module")
+def gateway(
+    auth_server: AuthServer, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[GatewayProcess]:
+    process = GatewayProcess(write_config(tmp_path_factory.mktemp("oauth"), auth_server.issuer))
+    try:
+        process.wait_ready()
+        yield process
+    finally:
+        process.stop()
+
+
+def challenge(answer: httpx.Response) -> dict[str, str]:
+    """The parameters of a ``WWW-Authenticate: Bearer`` challenge."""
+    scheme, _, rest = answer.headers["www-authenticate"].partition(" ")
+    assert scheme == "Bearer"
+    found = {}
+    for part in rest.split(", "):
+        name, _, value = part.partition("=")
+        found[name] = value.strip('"')
+    return found
+
+
+def post_list(url: str, token: str | None) -> httpx.Response:
+    """An ``initialize`` with this token (none: no ``Authorization``)."""
+    headers = dict(HEADERS)
+    if token is not None:
+        headers["authorization"] = f"Bearer {token}"
+    return httpx.post(url, json=INITIALIZE, headers=headers)
+
+
+def forged(payload: dict[str, Any], *, kid: str, algorithm: str = "RS256") -> str:
+    """A token signed by a key of this test's own, under the provider's ``kid``."""
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    return jwt.encode(payload, key, algorithm=algorithm, headers={"kid": kid})
+
+
+def claims_of(auth_server: AuthServer, url: str) -> dict[str, Any]:
+    now = int(time.time())
+    return {"iss": auth_server.issuer, "sub": "mallory", "aud": url, "scope": "mcp:tools",
+            "iat": now, "exp": now + 600}  # fmt: skip
+
+
+async def test_a_providers_token_lists_and_calls_through_the_gateway_in_both_eras(
+    gateway: GatewayProcess, auth_server: AuthServer
+) -> None:
+    url = gateway.wait_ready()
+    token = auth_server.token(url)
+    for mode in ("legacy", "2026-07-28"):
+        async with (
+            httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}) as http,
+            Client(streamable_http_client(url, http_client=http), mode=mode) as client,
+        ):
+            listed = {tool.name for tool in (await client.list_tools()).tools}
+            assert "grower__add" in listed
+            result = await client.call_tool("grower__add", {"a": 2, "b": 3})
+            assert not result.is_error
+            assert json.loads(text(result)) == {"result": 5}
+    assert token not in "\n".join(gateway.lines)
+
+
+def test_a_request_without_a_token_is_401_naming_the_resource_metadata(
+    gateway: GatewayProcess, auth_server: AuthServer
+) -> None:
+    url = gateway.wait_ready()
+    answer = post_list(url, None)
+    assert answer.status_code == 401
+    found = challenge(answer)
+    assert found["resource_metadata"] == f"{gateway.base}/.well-known/oauth-protected-resource/mcp"
+    assert found["scope"] == "mcp:tools"
+    assert "error" not in found  # RFC 6750: no error code without a credential
+    for credential in ("Bearer", "Basic YTpi"):
+        answer = httpx.post(url, json=INITIALIZE, headers={**HEADERS, "authorization": credential})
+        assert answer.status_code == 401
+
+
+@pytest.mark.parametrize("path", ["/.well-known/oauth-protected-resource", "/.well-known/oauth-protected-resource/mcp"])  # fmt: skip
+def test_the_protected_resource_metadata_names_the_resource_and_the_issuer(
+    gateway: GatewayProcess, auth_server: AuthServer, path: str
+) -> None:
+    url = gateway.wait_ready()
+    answer = httpx.get(gateway.base + path)
+    assert answer.status_code == 200
+    metadata = answer.json()
+    assert metadata["resource"] == url
+    assert [s.rstrip("/") for s in metadata["authorization_servers"]] == [auth_server.issuer]
+    assert metadata["scopes_supported"] == ["mcp:tools"]
+    assert metadata["bearer_methods_supported"] == ["header"]
+
+
+def test_a_token_for_another_audience_is_401(
+    gateway: GatewayProcess, auth_server: AuthServer
+) -> None:
+    url = gateway.wait_ready()
+    other = auth_server.token(f"{gateway.base}/other")
+    answer = post_list(url, other)
+    assert answer.status_code == 401
+    assert challenge(answer)["error"] == "invalid_token"
+    assert "not for this resource" in challenge(answer)["error_description"]
+    assert post_list(url, auth_server.token(url)).status_code == 200
+
+
+def test_a_token_without_the_scope_is_403_insufficient_scope(
+    gateway: GatewayProcess, auth_server: AuthServer
+) -> None:
+    url = gateway.wait_ready()
+    answer = post_list(url, auth_server.token(url, scope="other"))
+    assert answer.status_code == 403
+    found = challenge(answer)
+    assert found["error"] == "insufficient_scope"
+    assert found["scope"] == "mcp:tools"
+    assert found["resource_metadata"].endswith("/.well-known/oauth-protected-resource/mcp")
+
+
+def test_a_token_signed_by_another_key_none_or_hmac_is_401(
+    gateway: GatewayProcess, auth_server: AuthServer
+) -> None:
+    url = gateway.wait_ready()
+    kid = auth_server.jwks()["keys"][0]["kid"]  # type: ignore[index]
+    payload = claims_of(auth_server, url)
+    answer = post_list(url, forged(payload, kid=kid))
+    assert answer.status_code == 401
+    assert "signature" in challenge(answer)["error_description"]
+
+    def unsigned(header: dict[str, Any], key: bytes | None) -> str:
+        def part(value: object) -> str:
+            return base64.urlsafe_b64encode(json.dumps(value).encode()).rstrip(b"=").decode()
+
+        signing_input = f"{part(header)}.{part(payload)}"
+        mac = b"" if key is None else hmac.new(key, signing_input.encode(), hashlib.sha256).digest()
+        return signing_input + "." + base64.urlsafe_b64encode(mac).rstrip(b"=").decode()
+
+    public = json.dumps(auth_server.jwks()["keys"][0]).encode()  # type: ignore[index]
+    for token in (
+        unsigned({"alg": "none", "kid": kid}, None),
+        unsigned({"alg": "HS256", "kid": kid}, public),
+    ):
+        answer = post_list(url, token)
+        assert answer.status_code == 401
+        assert "algorithm" in challenge(answer)["error_description"]
+
+
+# In process: an OAuthResource over the same provider.
+
+
+def request(token: str | None) -> Request:
+    headers = [] if token is None else [(b"authorization", f"Bearer {token}".encode())]
+    return Request({"type": "http", "method": "POST", "path": "/mcp", "headers": headers})
+
+
+RESOURCE = "http://127.0.0.1:1/mcp"
+
+
+async def test_an_expired_token_is_401_once_its_exp_passes(auth_server: AuthServer) -> None:
+    token = auth_server.token(RESOURCE, client="short")  # lives one second
+    expires = jwt.decode(token, options={"verify_signature": False})["exp"]
+    async with httpx.AsyncClient() as client:
+        resource = OAuthResource(
+            issuer=auth_server.issuer, resource=RESOURCE, client=client, leeway=0
+        )
+        caller = await resource.authenticate(request(token))
+        assert caller.name == "short"
+        while time.time() <= expires:  # the token's own expiry, on the clock it is read by
+            await anyio.sleep(0.05)
+        with pytest.raises(Refused) as refused:
+            await resource.authenticate(request(token))
+    assert refused.value.status == 401
+    assert "expired" in refused.value.message
+
+
+async def test_a_token_is_verified_once_and_then_remembered(
+    auth_server: AuthServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    verified = []
+    decode = jwt.decode
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        verified.append(1)
+        return decode(*args, **kwargs)
+
+    monkeypatch.setattr(_oauth_resource.jwt, "decode", counted)
+    token = auth_server.token(RESOURCE)
+    async with httpx.AsyncClient() as client:
+        resource = OAuthResource(
+            issuer=auth_server.issuer, resource=RESOURCE, scopes=["mcp:tools"], client=client
+        )
+        callers = [await resource.authenticate(request(token)) for _ in range(5)]
+    assert len(verified) == 1
+    assert callers[0] == callers[4]
+    assert callers[0].id == f"oauth:{auth_server.issuer} machine"
+    assert callers[0].client_id == "machine"
+    assert callers[0].kind == "oauth"
+    assert callers[0].scopes == frozenset({"mcp:tools"})
+
+
+@pytest.mark.parametrize(("interval", "refreshes"), [(30.0, 0), (0.0, 20)])
+async def test_an_unknown_kid_fetches_the_keys_again_at_most_once_per_interval(
+    auth_server: AuthServer, interval: float, refreshes: int
+) -> None:
+    async with httpx.AsyncClient() as client:
+        resource = OAuthResource(
+            issuer=auth_server.issuer, resource=RESOURCE, client=client, refresh_interval=interval
+        )
+        await resource.authenticate(request(auth_server.token(RESOURCE)))
+        assert resource.fetches == 2  # the metadata and the JWKS
+        payload = claims_of(auth_server, RESOURCE)
+        refused = 0
+        for number in range(20):
+            try:
+                await resource.authenticate(request(forged(payload, kid=f"unknown-{number}")))
+            except Refused as error:
+                refused += error.status == 401 and "unknown" in error.message
+    assert refused == 20
+    assert resource.fetches == 2 + refreshes  # the JWKS again (its address is kept)
+
+
+async def test_a_header_too_long_is_refused_unread(auth_server: AuthServer) -> None:
+    async with httpx.AsyncClient() as client:
+        resource = OAuthResource(issuer=auth_server.issuer, resource=RESOURCE, client=client)
+        with pytest.raises(Refused) as refused:
+            await resource.authenticate(request("e" * MAX_TOKEN_CHARS))
+    assert refused.value.status == 401
+    assert "too long" in refused.value.message
+    assert resource.fetches == 0
+
+
+async def test_an_issuer_whose_metadata_names_another_is_not_trusted(
+    auth_server: AuthServer,
+) -> None:
+    async with httpx.AsyncClient() as client:
+        resource = OAuthResource(issuer=auth_server.issuer + "/", resource=RESOURCE, client=client)
+        with pytest.raises(Refused) as refused:
+            await resource.authenticate(request(auth_server.token(RESOURCE)))
+    assert refused.value.status == 503
+
+
+@pytest.mark.parametrize("issuer", ["http://idp.example.com", "http://10.0.0.1/", "ftp://127.0.0.1/"])  # fmt: skip
+async def test_an_issuer_over_http_is_refused_unless_on_loopback(issuer: str) -> None:
+    async with httpx.AsyncClient() as client:
+        with pytest.raises(ValueError, match="https://"):
+            OAuthResource(issuer=issuer, resource=RESOURCE, client=client)
+        for loopback in ("http://127.0.0.1:9", "http://[::1]:9", "http://localhost:9"):
+            OAuthResource(issuer=loopback, resource=RESOURCE, client=client)
