@@ -34,7 +34,6 @@ from mcp.client.streamable_http import streamable_http_client
 from starlette.requests import Request
 
 from amends_toolkit.adapters import Refused
-from amends_toolkit.cli import _oauth_resource
 from amends_toolkit.cli._oauth_resource import MAX_TOKEN_CHARS, OAuthResource
 
 from .authserver import AuthServer, auth_server
@@ -232,7 +231,7 @@ async def test_an_expired_token_is_401_once_its_exp_passes(auth_server: AuthServ
         )
         caller = await resource.authenticate(request(token))
         assert caller.name == "short"
-        while time.time() <= expires:  # the token's own expiry, on the clock it is read by
+        while time.time() <= expires:  # noqa: ASYNC110 - the token expires by the wall clock: no event
             await anyio.sleep(0.05)
         with pytest.raises(Refused) as refused:
             await resource.authenticate(request(token))
@@ -250,7 +249,7 @@ async def test_a_token_is_verified_once_and_then_remembered(
         verified.append(1)
         return decode(*args, **kwargs)
 
-    monkeypatch.setattr(_oauth_resource.jwt, "decode", counted)
+    monkeypatch.setattr(jwt, "decode", counted)
     token = auth_server.token(RESOURCE)
     async with httpx.AsyncClient() as client:
         resource = OAuthResource(
