@@ -17,11 +17,13 @@ import hashlib
 import hmac
 import json
 import os
+import re
 import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qsl, urlsplit
 
 import anyio
 import httpx
@@ -30,7 +32,15 @@ import jwt
 import pytest
 from cryptography.hazmat.primitives.asymmetric import rsa
 from mcp import Client
+from mcp.client.auth import OAuthClientProvider
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.auth import (
+    AuthorizationCodeResult,
+    OAuthClientInformationFull,
+    OAuthClientMetadata,
+    OAuthToken,
+)
+from pydantic import AnyUrl
 from starlette.requests import Request
 
 from amends_toolkit.adapters import Refused
@@ -154,7 +164,7 @@ def test_the_protected_resource_metadata_names_the_resource_and_the_issuer(
     assert answer.status_code == 200
     metadata = answer.json()
     assert metadata["resource"] == url
-    assert [s.rstrip("/") for s in metadata["authorization_servers"]] == [auth_server.issuer]
+    assert metadata["authorization_servers"] == [auth_server.issuer]  # exactly: clients compare
     assert metadata["scopes_supported"] == ["mcp:tools"]
     assert metadata["bearer_methods_supported"] == ["header"]
 
@@ -312,3 +322,111 @@ async def test_an_issuer_over_http_is_refused_unless_on_loopback(issuer: str) ->
             OAuthResource(issuer=issuer, resource=RESOURCE, client=client)
         for loopback in ("http://127.0.0.1:9", "http://[::1]:9", "http://localhost:9"):
             OAuthResource(issuer=loopback, resource=RESOURCE, client=client)
+
+
+# The whole flow, as a real client does it.
+
+
+class MemoryStorage:
+    """The SDK client's tokens and registration, kept in memory."""
+
+    def __init__(self) -> None:
+        self.tokens: OAuthToken | None = None
+        self.client: OAuthClientInformationFull | None = None
+
+    async def get_tokens(self) -> OAuthToken | None:
+        return self.tokens
+
+    async def set_tokens(self, tokens: OAuthToken) -> None:
+        self.tokens = tokens
+
+    async def get_client_info(self) -> OAuthClientInformationFull | None:
+        return self.client
+
+    async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
+        self.client = client_info
+
+
+REDIRECT = "http://127.0.0.1:9/callback"
+
+
+async def log_in_and_consent(authorization_url: str) -> AuthorizationCodeResult:
+    """What a person does in the browser, on oidc-provider's devInteractions forms: log in (any
+    name and password), consent; then the redirect to the client, with the code."""
+    async with httpx.AsyncClient() as browser:
+        answer = await browser.get(authorization_url)
+        for _ in range(12):
+            if answer.is_redirect:
+                location = str(answer.next_request.url) if answer.next_request else ""
+                if location.startswith(REDIRECT):
+                    query = dict(parse_qsl(urlsplit(location).query))
+                    assert "error" not in query, query
+                    return AuthorizationCodeResult(
+                        code=query["code"], state=query.get("state"), iss=query.get("iss")
+                    )
+                answer = await browser.get(location)
+                continue
+            assert answer.status_code == 200, answer.text
+            page = answer.text
+            action = re.search(r'<form[^>]*action="([^"]+)"', page)
+            assert action is not None, page
+            fields = dict(
+                re.findall(r'<input[^>]*type="hidden"[^>]*name="([^"]+)"[^>]*value="([^"]*)"', page)
+            )
+            if 'name="login"' in page:
+                fields |= {"login": "alice", "password": "anything"}
+            answer = await browser.post(str(answer.url.join(action[1])), data=fields)
+    raise AssertionError("the provider's forms did not end in a redirect to the client")
+
+
+async def test_the_sdk_clients_oauth_flow_reaches_the_gateways_tools(
+    gateway: GatewayProcess, auth_server: AuthServer
+) -> None:
+    url = gateway.wait_ready()
+    visited: list[str] = []
+    authorized: list[str] = []
+
+    async def redirect(authorization_url: str) -> None:
+        authorized.append(authorization_url)
+
+    async def callback() -> AuthorizationCodeResult:
+        return await log_in_and_consent(authorized[-1])
+
+    storage = MemoryStorage()
+    provider = OAuthClientProvider(
+        server_url=url,
+        client_metadata=OAuthClientMetadata(
+            client_name="the SDK's client",
+            redirect_uris=[AnyUrl(REDIRECT)],
+            grant_types=["authorization_code", "refresh_token"],
+            response_types=["code"],
+            token_endpoint_auth_method="none",
+        ),
+        storage=storage,
+        redirect_handler=redirect,
+        callback_handler=callback,
+    )
+
+    async def seen(request: httpx2.Request) -> None:
+        visited.append(f"{request.method} {request.url.copy_with(query=None)}")
+
+    async with (
+        httpx2.AsyncClient(auth=provider, event_hooks={"request": [seen]}) as http,
+        Client(streamable_http_client(url, http_client=http), mode="legacy") as client,
+    ):
+        listed = {tool.name for tool in (await client.list_tools()).tools}
+        assert "grower__add" in listed
+        result = await client.call_tool("grower__add", {"a": 4, "b": 5})
+        assert json.loads(text(result)) == {"result": 9}
+    issuer = auth_server.issuer
+    # The 401, the resource metadata, the server's metadata, registration, the token.
+    assert visited[0] == f"POST {url}"
+    assert f"GET {gateway.base}/.well-known/oauth-protected-resource/mcp" in visited
+    assert f"GET {issuer}/.well-known/oauth-authorization-server" in visited
+    assert f"POST {issuer}/reg" in visited
+    assert f"POST {issuer}/token" in visited
+    assert "code_challenge_method=S256" in authorized[0]
+    assert storage.tokens is not None
+    claims = jwt.decode(storage.tokens.access_token, options={"verify_signature": False})
+    assert claims["aud"] == url
+    assert claims["sub"] == "alice"

@@ -153,12 +153,15 @@ class OAuthResource:
     def routes(self) -> Sequence[BaseRoute]:
         """The Protected Resource Metadata, at the well-known path and its forms suffixed with
         the MCP path (the audience's and the gateway's own, if they differ)."""
-        metadata = ProtectedResourceMetadata(
-            resource=AnyHttpUrl(self.audience),
-            authorization_servers=[AnyHttpUrl(self.issuer)],
-            scopes_supported=list(self.scopes) or None,
-            bearer_methods_supported=["header"],
-            resource_signing_alg_values_supported=None,
+        # Validated from strings, so an issuer without a path keeps it so (the client compares
+        # it with the issuer's metadata, character by character).
+        metadata = ProtectedResourceMetadata.model_validate(
+            {
+                "resource": self.audience,
+                "authorization_servers": [self.issuer],
+                "scopes_supported": list(self.scopes) or None,
+                "bearer_methods_supported": ["header"],
+            }
         )
         handler = ProtectedResourceMetadataHandler(metadata).handle
         paths = dict.fromkeys(
