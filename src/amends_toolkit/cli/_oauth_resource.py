@@ -253,7 +253,7 @@ class OAuthResource:
             raise self._bad("issuer", "The access token is from another issuer.") from None
         except jwt.InvalidSignatureError:
             raise self._bad("signature", "The access token's signature is wrong.") from None
-        except (jwt.InvalidTokenError, jwt.PyJWKError):
+        except jwt.PyJWTError:
             raise self._bad("invalid", "The access token is not valid.") from None
         if not isinstance(claims.get("sub"), str) or not isinstance(claims.get("exp"), int | float):
             raise self._bad("invalid", "The access token is not valid.")
