@@ -41,15 +41,20 @@ from mcp.shared.auth import (
     OAuthToken,
 )
 from pydantic import AnyUrl
+from starlette.applications import Starlette
 from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
 
 from amends_toolkit.adapters import Refused
 from amends_toolkit.cli._oauth_resource import MAX_TOKEN_CHARS, OAuthResource
+from conformance._servers import serve
 
 from .authserver import AuthServer, auth_server
 from .gateway import GatewayProcess
 from .test_gateway import text
 from .test_gateway_sessions import HEADERS, INITIALIZE
+from .upstream import NOTES_DOCUMENT
 
 pytestmark = pytest.mark.anyio
 
@@ -58,7 +63,20 @@ __all__ = ("auth_server",)
 UPSTREAM = Path(__file__).with_name("upstream.py")
 
 
-def write_config(directory: Path, issuer: str) -> Path:
+SEEN: list[str | None] = []
+"""The ``Authorization`` header of each request the gateway made to the notes API."""
+
+
+def notes_recorder() -> Starlette:
+    async def list_notes(request: Request) -> Response:
+        SEEN.append(request.headers.get("authorization"))
+        return JSONResponse([])
+
+    return Starlette(routes=[Route("/notes", list_notes, methods=["GET"])])
+
+
+def write_config(directory: Path, issuer: str, notes_port: int) -> Path:
+    (directory / "notes.json").write_text(json.dumps(NOTES_DOCUMENT))
     config = directory / "gateway.toml"
     config.write_text(
         f"""
@@ -67,8 +85,13 @@ name = "grower"
 stdio = [{json.dumps(sys.executable)}, {json.dumps(str(UPSTREAM))}, "stdio"]
 env = {{ PYTHONPATH = {json.dumps(os.pathsep.join(sys.path))} }}
 
+[[sources]]
+name = "notes"
+openapi = "notes.json"
+base_url = "http://127.0.0.1:{notes_port}"
+
 [policy]
-allow = ["grower__*"]
+allow = ["grower__*", "notes__listNotes"]
 
 [auth]
 type = "oauth"
@@ -83,12 +106,14 @@ scopes = ["mcp:tools"]
 def gateway(
     auth_server: AuthServer, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[GatewayProcess]:
-    process = GatewayProcess(write_config(tmp_path_factory.mktemp("oauth"), auth_server.issuer))
-    try:
-        process.wait_ready()
-        yield process
-    finally:
-        process.stop()
+    with serve(notes_recorder()) as notes_port:
+        directory = tmp_path_factory.mktemp("oauth")
+        process = GatewayProcess(write_config(directory, auth_server.issuer, notes_port))
+        try:
+            process.wait_ready()
+            yield process
+        finally:
+            process.stop()
 
 
 def challenge(answer: httpx.Response) -> dict[str, str]:
@@ -137,7 +162,11 @@ async def test_a_providers_token_lists_and_calls_through_the_gateway_in_both_era
             result = await client.call_tool("grower__add", {"a": 2, "b": 3})
             assert not result.is_error
             assert json.loads(text(result)) == {"result": 5}
+            notes = await client.call_tool("notes__listNotes", {})
+            assert not notes.is_error
     assert token not in "\n".join(gateway.lines)
+    assert SEEN  # the notes API was called, and never with the caller's token
+    assert all(seen is None or token not in seen for seen in SEEN)
 
 
 def test_a_request_without_a_token_is_401_naming_the_resource_metadata(
@@ -430,3 +459,23 @@ async def test_the_sdk_clients_oauth_flow_reaches_the_gateways_tools(
     claims = jwt.decode(storage.tokens.access_token, options={"verify_signature": False})
     assert claims["aud"] == url
     assert claims["sub"] == "alice"
+
+
+async def test_a_gateway_on_every_address_needs_an_audience() -> None:
+    async with httpx.AsyncClient() as client:
+        with pytest.raises(ValueError, match="audience"):
+            OAuthResource(
+                issuer="https://idp.example.com", resource="http://0.0.0.0:80/mcp", client=client
+            )
+        public = OAuthResource(
+            issuer="https://idp.example.com",
+            resource="http://0.0.0.0:80/mcp",
+            audience="https://gw.example.com/mcp",
+            client=client,
+        )
+    assert public.metadata_url == "https://gw.example.com/.well-known/oauth-protected-resource/mcp"
+    paths = {route.path for route in public.routes()}  # type: ignore[attr-defined]
+    assert paths == {
+        "/.well-known/oauth-protected-resource",
+        "/.well-known/oauth-protected-resource/mcp",
+    }

@@ -100,7 +100,8 @@ class OAuthResource:
         fetch_timeout: See :data:`FETCH_TIMEOUT`.
 
     Raises:
-        ValueError: the issuer is not https, nor http on a loopback address.
+        ValueError: the issuer is not https, nor http on a loopback address; or no audience is
+            given for a ``resource`` on every address (``0.0.0.0``), which names no resource.
     """
 
     def __init__(
@@ -116,6 +117,11 @@ class OAuthResource:
         fetch_timeout: float = FETCH_TIMEOUT,
     ) -> None:
         _check_secure(issuer, "issuer")
+        if audience is None and urlsplit(resource).hostname in ("0.0.0.0", "::"):
+            raise ValueError(
+                "a gateway on every address needs audience = the URL its clients reach its MCP "
+                'path at, such as audience = "https://gw.example.com/mcp"'
+            )
         self.issuer = issuer
         self.resource = resource
         self.audience = audience or resource
