@@ -450,3 +450,10 @@ def test_the_tools_scored_exactly_hold_every_tool_that_can_be_among_the_best() -
         nth = sorted(scores, reverse=True)[limit - 1]
         best = {doc for doc, score in enumerate(scores) if score >= nth}
         assert best <= set(_positions(built._candidates(rows, limit, matching)))
+
+
+@pytest.mark.parametrize("option", ["prefix_factor", "related_factor"])
+@pytest.mark.parametrize("factor", [-0.5, 1.5])
+def test_a_form_may_not_score_more_than_the_word_itself(option: str, factor: float) -> None:
+    with pytest.raises(ValueError, match=f"{option} must be from 0 to 1"):
+        SearchIndex(MESSAGES, **{option: factor})

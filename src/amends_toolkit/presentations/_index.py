@@ -389,8 +389,6 @@ class SearchIndex:
         rows = self.terms(query)
         if not rows:
             return Hits(positions=tuple(range(min(limit, self._size))), matched=self._size)
-        # A word no tool has scores nothing, and would only widen the rounding's margin.
-        rows = [row for row in rows if row.mask]
         matching = 0
         for row in rows:
             if row.finds:
