@@ -286,9 +286,13 @@ class ToolRanker(Protocol):
 class SearchIndex:
     """An inverted index over tools, in catalog order: the built-in :class:`ToolRanker`.
 
-    Build it once; :meth:`rank` is then cheap and never reads every tool's text. Safe to share
-    between tasks and threads: its only changing state is a bounded cache of the postings of
-    query words, whose worst race computes an entry twice.
+    Build it once; :meth:`rank` is then cheap, never reads every tool's text, and its work is
+    linear in the query, whatever the query holds. Safe to share between tasks and threads: its
+    only changing state is a cache of the postings of query words (about 16 MiB at most), whose
+    worst race computes an entry twice or miscounts its bytes.
+
+    Raises:
+        ValueError: ``prefix_factor`` or ``related_factor`` is not from 0 to 1.
     """
 
     def __init__(
@@ -492,7 +496,7 @@ class _Term:
             value = int(score / unit)
             low[doc] = value & 255
             high[doc] = value >> 8
-            has[doc] = 49
+            has[doc] = 49  # "1"
             most |= value
         self.mask = _bits(has)
         self.planes = [
