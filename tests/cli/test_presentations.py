@@ -122,7 +122,7 @@ presentation = "search"
             gateway.stop(reason="the test is done")
 
         tasks.start_soon(search)
-        await anyio.to_thread.run_sync(begun.wait)
+        assert await anyio.to_thread.run_sync(begun.wait, 20), "the search never began"
         async with httpx.AsyncClient() as http:
             health = await http.get(f"http://127.0.0.1:{port}/healthz")
         released.set()

@@ -162,7 +162,7 @@ class Held:
         monkeypatch.setattr(SearchIndex, "rank", held)
 
     async def wait_begun(self) -> None:
-        await anyio.to_thread.run_sync(self.begun.wait)
+        assert await anyio.to_thread.run_sync(self.begun.wait, 20), "the search never began"
 
 
 async def test_a_search_ranks_in_a_worker_thread_while_the_event_loop_goes_on(
