@@ -25,7 +25,6 @@ from amends_toolkit.presentations._runtimes import (
     attributes,
 )
 from amends_toolkit.runtime import DENIED, Tool, ToolEntry, Toolkit, asking, untimed
-from amends_toolkit.runtime._toolkit import run_entry
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -222,15 +221,10 @@ class CodeTools:
                 f" call it: it is a tool of its own beside `{EXECUTE}`. Call {name} directly"
                 f" (not from code), then use its result in another run.",
             )
-        if name not in self.declared:
-            raise ToolError(code="NotFoundError", message=f"There is no tool {name!r} to call.")
         if self.needed(name, input):
             # the runtime asks needed() first; a runtime that did not reaches here
             raise ToolError(code="ApprovalRequired", message=_UNASKED)
-        result = await self.toolkit.invoke(name, input)
-        if result.failure is not None:
-            raise ToolError(code=result.failure.code, message=result.failure.message)
-        return result.value
+        return await self._run(name, input, approved=False)
 
     def needed(self, name: str, input: JsonObject) -> bool:
         """Whether this call of a declared tool waits for a person (its input being valid)."""
@@ -245,13 +239,24 @@ class CodeTools:
 
     async def answer(self, call: PendingCall, *, approved: bool) -> JsonValue | ToolError:
         """What a paused run reads of a call a person answered: the tool's answer when they
-        approved (it runs now), else the refusal (``ApprovalDenied``); a failure as ToolError."""
+        approved (it runs now, its input checked against the tool's schema as a first call's
+        is), else the refusal (``ApprovalDenied``); a failure as ToolError."""
         if not approved:
             _log.info("call.denied", tool=call.name)
             return ToolError(code=DENIED.code, message=DENIED.message)
-        result = await run_entry(self.toolkit.entry(call.name), call.input)
+        try:
+            # a paused run's bytes and the toolkit may have changed since the call was made
+            return await self._run(call.name, call.input, approved=True)
+        except ToolError as error:
+            return error
+
+    async def _run(self, name: str, input: JsonObject, *, approved: bool) -> JsonValue:
+        """A declared tool's call on the toolkit's one path (its name, input check, approval)."""
+        if name not in self.declared:
+            raise ToolError(code="NotFoundError", message=f"There is no tool {name!r} to call.")
+        result = await self.toolkit.invoke(name, input, approved=approved)
         if result.failure is not None:
-            return ToolError(code=result.failure.code, message=result.failure.message)
+            raise ToolError(code=result.failure.code, message=result.failure.message)
         return result.value
 
 
