@@ -4,13 +4,23 @@ runs off the event loop, runaway runs leave workers to others, and the sandbox h
 from __future__ import annotations
 
 import json
+import os
+import sys
+import threading
+import time
+from pathlib import Path
 
 import anyio
+import mcp_types as types
 import pytest
+from mcp import Client
 
 import amends_toolkit as at
 from amends_toolkit import JsonObject, JsonValue
-from amends_toolkit.presentations import CodeTools, Finished, Paused
+from amends_toolkit.cli._config import load_config
+from amends_toolkit.cli._gateway import Gateway
+from amends_toolkit.cli._output import Output
+from amends_toolkit.presentations import CodeTools, Finished, Paused, _code, _runtimes
 from amends_toolkit.runtime import Tool, ToolEntry, Toolkit
 
 pytest.importorskip("pydantic_monty")
@@ -85,7 +95,9 @@ async def test_a_resumed_call_is_checked_against_the_tools_schema_as_a_first_cal
         done = await runtime.resume(paused, [answer], tools.call, approval=tools)
     assert isinstance(done, Finished)
     assert isinstance(done.value, str)
-    assert done.value.startswith("InvalidInputError: The input does not match the tool's parameters")
+    assert done.value.startswith(
+        "InvalidInputError: The input does not match the tool's parameters"
+    )
     assert files.ran == []  # the tool never saw the input its schema refuses
 
 
@@ -111,3 +123,227 @@ async def test_a_resumed_call_with_a_valid_input_runs() -> None:
     assert files.ran == [{"path": "a.txt"}]
 
 
+# Code: a size limit, and the work of making it ready off the event loop.
+
+UPSTREAM = Path(__file__).parents[1] / "cli" / "upstream.py"
+
+
+def text(result: types.CallToolResult) -> str:
+    return " ".join(block.text for block in result.content if isinstance(block, types.TextContent))
+
+
+async def test_megabytes_of_code_through_the_gateway_are_refused_before_anything_reads_them(
+    tmp_path: Path,
+) -> None:
+    config = tmp_path / "gateway.toml"
+    config.write_text(
+        f"""
+[[sources]]
+name = "grower"
+stdio = [{json.dumps(sys.executable)}, {json.dumps(str(UPSTREAM))}, "stdio"]
+env = {{ PYTHONPATH = {json.dumps(os.pathsep.join(sys.path))} }}
+
+[policy]
+allow = ["grower__add"]
+
+[serve]
+port = 0
+presentation = "code"
+"""
+    )
+    gateway = Gateway(load_config(config), output=Output())
+    # 3.6 MB, under the front's 4 MiB body: 12 s of tokenizing on the event loop it was
+    code = "x = [" + "1, " * 1_200_000 + "]\nreturn len(x)"
+    async with anyio.create_task_group() as tasks:
+        port = await tasks.start(gateway.run)
+        async with Client(f"http://127.0.0.1:{port}/mcp", cache=None) as client:
+            listed = (await client.list_tools()).tools
+            assert listed[0].input_schema["properties"]["code"]["maxLength"] == 100_000
+            refused = await client.call_tool("execute", {"code": code})
+            assert refused.is_error
+            message = text(refused)
+            assert message.startswith("The input does not match the tool's parameters: at 'code'")
+            assert message.endswith("is longer than 100000 characters.")
+            assert len(message) <= 500
+            added = await client.call_tool(
+                "execute", {"code": 'return await tools.grower__add({"a": 2, "b": 3})'}
+            )
+            assert '"result": 5' in text(added)
+        gateway.stop(reason="the test is done")
+
+
+def nothing() -> Toolkit:
+    return Toolkit.from_entries([])
+
+
+async def test_code_of_the_length_allowed_runs_and_one_character_more_is_refused() -> None:
+    with pytest.raises(ValueError, match="max_code_length must be a positive whole number"):
+        at.code_mode(nothing(), at.InProcessRuntime(), max_code_length=0)
+    presented = at.code_mode(nothing(), at.InProcessRuntime(), max_code_length=20)
+    code = "return 1" + " " * 12
+    assert await presented.call("execute", {"code": code}) == {"result": 1, "logs": []}
+    failure = at.Failure.from_json(await presented.call("execute", {"code": code + " "}))
+    assert failure is not None
+    assert failure.code == "InvalidInputError"
+    assert failure.message.endswith("is longer than 20 characters.")
+
+
+class Meeting:
+    """Stands in for a step a run takes: it returns only once a task of the event loop has run
+    while it was under way, which it cannot if it holds the loop."""
+
+    def __init__(self, step: object) -> None:
+        self.step = step
+        self.met = threading.Event()
+        self.entered = anyio.Event()
+        self.thread: int | None = None
+        self.token = anyio.lowlevel.current_token()
+
+    def __call__(self, *args: object) -> object:
+        self.thread = threading.get_ident()
+        anyio.from_thread.run_sync(self.entered.set, token=self.token)
+        assert self.met.wait(30), "no task of the event loop ran while the step was under way"
+        return self.step(*args)  # type: ignore[operator]
+
+    async def meet(self) -> None:
+        await self.entered.wait()
+        self.met.set()
+
+
+@pytest.mark.parametrize("step", ["function_body", "as_json"])
+async def test_a_runs_steps_over_the_codes_size_leave_the_event_loop_free(
+    monkeypatch: pytest.MonkeyPatch, step: str
+) -> None:
+    meeting = Meeting(getattr(_runtimes, step))
+    monkeypatch.setattr(_runtimes, step, meeting)
+    async with at.MontyRuntime(max_processes=1) as runtime, anyio.create_task_group() as tasks:
+        tasks.start_soon(meeting.meet)
+        presented = at.code_mode(nothing(), runtime)
+        with anyio.fail_after(60):
+            answer = await presented.call("execute", {"code": "return [1, 2]"})
+    assert answer == {"result": [1, 2], "logs": []}
+    assert meeting.thread is not None
+    assert meeting.thread != threading.get_ident()
+
+
+SHAPES = {
+    "short lines": lambda n: "x = 1\n" * (n // 6),
+    "one long line": lambda n: "x = [" + "1," * (n // 2) + "]",
+    "a literal over many lines": lambda n: "x = (\n" + "1,\n" * (n // 3) + ")",
+    "a string over many lines": lambda n: 'x = """' + "ab\n" * (n // 3) + '"""',
+    "a string never closed": lambda n: 'x = """' + "ab\n" * (n // 3),
+    "continued lines": lambda n: "x = 1" + " \\\n+ 1" * (n // 7),
+}
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_making_code_ready_is_linear_in_its_size(shape: str) -> None:
+    def work(size: int) -> float:
+        code = SHAPES[shape](size)
+        started = time.process_time()
+        _runtimes.function_body(code)
+        return time.process_time() - started
+
+    small, large = (min(work(size) for _ in range(3)) for size in (25_000, 100_000))
+    # four times the code: about four times the work (quadratic would be sixteen)
+    assert large < 10 * max(small, 0.002), (small, large)
+
+
+def test_an_answers_length_is_measured_as_json_writes_it() -> None:
+    values: list[JsonValue] = [
+        None,
+        True,
+        False,
+        0,
+        -12,
+        1.5,
+        1e300,
+        "",
+        'a "quoted" \\ line\n\u2028 é 😀 \x00',
+        [],
+        {},
+        [1, [2, [3, {}]], "x"],
+        {"a": {"b": [None, True, {"": ""}]}, "é": -0.0},
+        {"result": [{"id": n, "name": f"item {n}"} for n in range(100)], "logs": ["x", "y"]},
+    ]
+    for value in values:
+        length = len(json.dumps(value, ensure_ascii=False))
+        assert not _code._longer(value, length), value
+        assert _code._longer(value, length - 1), value
+
+
+def test_an_answers_length_is_measured_within_the_limit_however_large_the_answer(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    written = 0
+
+    class Counting:
+        @staticmethod
+        def dumps(value: object, *, ensure_ascii: bool = True) -> str:
+            nonlocal written
+            written += 1
+            return json.dumps(value, ensure_ascii=ensure_ascii)
+
+    monkeypatch.setattr(_code, "json", Counting)
+    limit = 1_000
+    values: list[JsonValue] = [
+        [[n] for n in range(400)] * 100,  # type: ignore[list-item]  # 40,000 small lists
+        {"x" * n: n for n in range(10_000)},
+        ["x" * 10_000_000],
+    ]
+    for value in values:
+        written = 0
+        assert _code._longer(value, limit)
+        assert written <= limit
+
+
+# Runaway runs: each run has a worker of its own, and runs that loop forever share the CPUs.
+
+
+async def test_runs_that_loop_forever_keep_no_other_run_waiting_for_a_worker() -> None:
+    runaways = os.cpu_count() or 1  # Monty's own pool: a worker per CPU
+    spinning = 0
+    all_spinning = anyio.Event()
+
+    async def spin(input: JsonObject) -> JsonValue:
+        nonlocal spinning
+        spinning += 1
+        if spinning == runaways:
+            all_spinning.set()
+        return None
+
+    toolkit = Toolkit.from_entries(
+        [
+            ToolEntry(
+                tool=Tool(name="spin", description="", input_schema={"type": "object"}),
+                handler=spin,
+            )
+        ]
+    )
+    ended: list[JsonValue] = []
+    async with at.MontyRuntime() as runtime, anyio.create_task_group() as tasks:
+        assert runtime.max_processes > runaways
+        presented = at.code_mode(toolkit, runtime, timeout=3600)
+
+        async def runaway() -> None:
+            code = "await tools.spin({})\nwhile True:\n    pass"
+            ended.append(await presented.call("execute", {"code": code}))
+
+        for _ in range(runaways):
+            tasks.start_soon(runaway)
+        with anyio.fail_after(60):
+            await all_spinning.wait()
+            # every runaway holds a worker and loops: a one-line run has one too, and a CPU share
+            assert await presented.call("execute", {"code": "return 1"}) == {
+                "result": 1,
+                "logs": [],
+            }
+        assert ended == []  # they still run
+        tasks.cancel_scope.cancel()
+
+
+def test_the_pool_has_more_workers_than_cpus_and_is_bounded() -> None:
+    assert at.MontyRuntime().max_processes == min(64, 4 * (os.cpu_count() or 1))
+    assert at.MontyRuntime(max_processes=3).max_processes == 3
+    with pytest.raises(ValueError, match="max_processes must be a positive whole number"):
+        at.MontyRuntime(max_processes=0)

@@ -17,6 +17,7 @@ from amends_toolkit._errors import Failure, UnknownError
 from amends_toolkit._log import get_logger
 from amends_toolkit.presentations._declarations import declare
 from amends_toolkit.presentations._runtimes import (
+    MAX_CODE_LENGTH,
     MAX_LOG_LENGTH,
     CodeError,
     MontyRuntime,
@@ -51,6 +52,7 @@ def code_mode(
     timeout: float = 60.0,
     max_result_length: int = 50_000,
     max_log_length: int = MAX_LOG_LENGTH,
+    max_code_length: int = MAX_CODE_LENGTH,
     approval: ApprovalMode = "split",
     type_check: bool = False,
 ) -> Toolkit:
@@ -63,6 +65,8 @@ def code_mode(
     ``{"result": ..., "logs": [...]}``, ``result`` being ``None`` when the code returns nothing.
     ``execute``'s description declares the tools as Python stubs written from their schemas.
     Output past ``max_log_length`` characters is dropped, and the last log line says how much.
+    Code longer than ``max_code_length`` characters is refused (``InvalidInputError``, as any
+    input ``execute``'s schema refuses) before anything reads it.
 
     A tool is called from code as a model calls it directly: its input is checked against its
     schema and it runs in the toolkit; a failure (``NotFoundError`` for a name that is no tool,
@@ -98,14 +102,15 @@ def code_mode(
         timeout: The most seconds a run may take, its tool calls included, a person's wait not.
         max_result_length: The most characters the JSON of a run's answer may have.
         max_log_length: The most characters of a run's printed output kept.
+        max_code_length: The most characters of code a run takes (``execute``'s schema says it).
         approval: ``"split"`` or ``"ask"``, as above.
         type_check: Type-check the code against the declarations before it runs (Monty's
             checker): an unknown tool, a missing required key or a wrong type is a ``CodeError``
             naming its line, and no tool runs.
 
     Raises:
-        ValueError: ``timeout`` is not a positive, finite number; ``max_result_length`` or
-            ``max_log_length`` not a positive whole number; ``approval`` neither mode; or
+        ValueError: ``timeout`` is not a positive, finite number; ``max_result_length``,
+            ``max_log_length`` or ``max_code_length`` not a positive whole number; ``approval`` neither mode; or
             ``type_check`` asked of a runtime other than :class:`MontyRuntime`.
         NameClash: A tool that needs approval is named ``execute`` (``"split"``).
     """
@@ -116,6 +121,7 @@ def code_mode(
     for option, value in (
         ("max_result_length", max_result_length),
         ("max_log_length", max_log_length),
+        ("max_code_length", max_code_length),
     ):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ValueError(f"{option} must be a positive whole number, not {value!r}")
@@ -155,12 +161,11 @@ def code_mode(
                 " in) and was stopped. Do less in one run, or fewer tool calls.",
             )
         answer: JsonValue = {"result": result, "logs": [*logs]}
-        length = len(json.dumps(answer, ensure_ascii=False))
-        if length > max_result_length:
+        if _longer(answer, max_result_length):
             raise Failure(
                 code="ResultTooLarge",
-                message=f"The code's answer is {length} characters of JSON, more than the"
-                f" {max_result_length} allowed. Return less: filter, count or summarize in the"
+                message=f"The code's answer is more than {max_result_length} characters of JSON,"
+                " the most a run may give. Return less: filter, count or summarize in the"
                 " code, and print less.",
             )
         return answer
@@ -169,7 +174,7 @@ def code_mode(
     description = _description(tools.declarations, tools.apart, max_calls)
     return Toolkit.from_entries(
         [
-            ToolEntry(tool=_execute_tool(description), handler=execute),
+            ToolEntry(tool=_execute_tool(description, max_code_length), handler=execute),
             *(toolkit.entry(name) for name in tools.apart),
         ]
     )
@@ -290,6 +295,38 @@ class _Asking:
         return answer
 
 
+def _longer(value: JsonValue, limit: int) -> bool:
+    """Whether ``json.dumps(value, ensure_ascii=False)`` is longer than ``limit`` characters.
+
+    Each value adds a character at least, so the walk stops within ``limit`` of them: what the
+    code returned may be as large as its sandbox's memory, and is not written out to be measured.
+    """
+    length = 0
+    values = [value]
+    while values:
+        item = values.pop()
+        if isinstance(item, str):
+            # the JSON of a string is at least its characters and two quotes
+            length += (
+                len(item) + 2 if len(item) > limit else len(json.dumps(item, ensure_ascii=False))
+            )
+        elif isinstance(item, dict):
+            # "{}", and ": " in each pair and ", " between them
+            length += 4 * len(item) if item else 2
+            if length <= limit:
+                values.extend(item)
+                values.extend(item.values())
+        elif isinstance(item, list):
+            length += 2 * len(item) if item else 2  # "[]", and ", " between the items
+            if length <= limit:
+                values.extend(item)
+        else:  # a number, a boolean or null (the runtime gave JSON)
+            length += len(json.dumps(item))
+        if length > limit:
+            return True
+    return False
+
+
 def _code_error(error: CodeError) -> str:
     message = error.message
     if error.logs:
@@ -320,7 +357,7 @@ def _description(declarations: str, apart: Sequence[str], max_calls: int | None)
     )
 
 
-def _execute_tool(description: str) -> Tool:
+def _execute_tool(description: str, max_code_length: int) -> Tool:
     return Tool(
         name=EXECUTE,
         description=description,
@@ -330,6 +367,7 @@ def _execute_tool(description: str) -> Tool:
                 "code": {
                     "type": "string",
                     "description": "The body of an async Python function that calls the tools.",
+                    "maxLength": max_code_length,
                 },
             },
             "required": ["code"],
