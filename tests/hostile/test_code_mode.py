@@ -347,3 +347,67 @@ def test_the_pool_has_more_workers_than_cpus_and_is_bounded() -> None:
     assert at.MontyRuntime(max_processes=3).max_processes == 3
     with pytest.raises(ValueError, match="max_processes must be a positive whole number"):
         at.MontyRuntime(max_processes=0)
+
+
+# Held: bombs and escapes end as a CodeError the model reads, and nothing of the host leaks.
+
+BOMBS_AND_ESCAPES = {
+    "a huge string": ("return len('x' * 10**9)", "MemoryError"),
+    "a list that grows": ("a = []\nwhile True:\n    a.append([0] * 1000)", "MemoryError"),
+    "a string that doubles": ("s = 'x'\nwhile True:\n    s = s + s", "MemoryError"),
+    "a huge power": ("return 2 ** (2 ** 40)", "MemoryError"),
+    "a huge integer written out": ("return len(str(10 ** (10**6)))", "ValueError"),
+    "endless recursion": ("def f(n):\n    return f(n + 1)\nreturn f(0)", "RecursionError"),
+    "a literal nested too deep": ("return " + "[" * 5000 + "]" * 5000, "SyntaxError"),
+    "open": ("return open('/etc/hostname').read()", "PermissionError"),
+    "exec of open": ("exec(\"print(open('/etc/hostname').read())\")", "PermissionError"),
+    "eval of an import": ("return eval(\"__import__('os').getcwd()\")", "NameError"),
+    "exec of os": ("exec(\"import os\\nprint(os.listdir('/'))\")", "PermissionError"),
+    "a secret of the environment": (
+        "import os\nreturn os.getenv('AMENDS_TEST_SECRET')",
+        "RuntimeError",
+    ),
+    "os.environ": ("import os\nreturn dict(os.environ)", "RuntimeError"),
+    "importlib": ("import importlib\nreturn importlib.import_module('os')", "ModuleNotFoundError"),
+    "sys.modules": ("import sys\nreturn list(sys.modules)", "AttributeError"),
+    "builtins": ("import builtins\nbuiltins.print = None", "ModuleNotFoundError"),
+    "compile": ("return compile('1', 'x', 'eval')", "NameError"),
+    "globals": ("return list(globals())", "NameError"),
+    "a class's subclasses": (
+        "return [c.__name__ for c in ().__class__.__base__.__subclasses__()]",
+        "AttributeError",
+    ),
+    "object's subclasses": ("return str(object.__subclasses__())", "AttributeError"),
+    "a method's globals": (
+        "return str(tools.__class__.__getitem__.__globals__)",
+        "AttributeError",
+    ),
+    "a function's code": ("def f():\n    pass\nreturn str(f.__code__)", "AttributeError"),
+    "an exception's frames": (
+        "try:\n    1 / 0\nexcept Exception as e:\n    return str(e.__traceback__.tb_frame)",
+        "AttributeError",
+    ),
+    "the tools' attributes": ("return getattr(tools, '__dict__')", "AttributeError"),
+}
+
+
+@pytest.mark.parametrize("attempt", BOMBS_AND_ESCAPES)
+async def test_a_bomb_or_an_escape_ends_as_a_code_error_and_nothing_of_the_host_leaks(
+    attempt: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AMENDS_TEST_SECRET", "sk-the-hosts-own-secret")
+    code, raised = BOMBS_AND_ESCAPES[attempt]
+    async with at.MontyRuntime(max_processes=1) as runtime:
+        presented = at.code_mode(nothing(), runtime, timeout=120)
+        failure = at.Failure.from_json(await presented.call("execute", {"code": code}))
+        assert failure is not None
+        assert failure.code == "CodeError"
+        assert failure.message.startswith(f"The code raised {raised}"), failure.message
+        host = [os.getcwd(), sys.executable, SRC, HOSTNAME, os.environ["AMENDS_TEST_SECRET"]]
+        assert not any(part in failure.message for part in host if part), failure.message
+        # the worker it ran in, killed or not, leaves the pool serving
+        assert await presented.call("execute", {"code": "return 1"}) == {"result": 1, "logs": []}
+
+
+SRC = str(Path(at.__file__).parents[1])
+HOSTNAME = Path("/etc/hostname").read_text().strip() if Path("/etc/hostname").exists() else ""
