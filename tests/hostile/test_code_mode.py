@@ -17,11 +17,12 @@ from mcp import Client
 
 import amends_toolkit as at
 from amends_toolkit import JsonObject, JsonValue
+from amends_toolkit._json import input_refusal
 from amends_toolkit.cli._config import load_config
 from amends_toolkit.cli._gateway import Gateway
 from amends_toolkit.cli._output import Output
 from amends_toolkit.presentations import CodeTools, Finished, Paused, _code, _runtimes
-from amends_toolkit.runtime import Tool, ToolEntry, Toolkit
+from amends_toolkit.runtime import Tool, ToolEntry, Toolkit, _validation
 
 pytest.importorskip("pydantic_monty")
 
@@ -411,3 +412,42 @@ async def test_a_bomb_or_an_escape_ends_as_a_code_error_and_nothing_of_the_host_
 
 SRC = str(Path(at.__file__).parents[1])
 HOSTNAME = Path("/etc/hostname").read_text().strip() if Path("/etc/hostname").exists() else ""
+
+
+async def test_a_tool_call_from_code_with_megabytes_of_input_is_refused_before_it_is_checked(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    walked: list[int] = []
+
+    def recorded(value: object, **options: object) -> str | None:
+        walked.append(len(json.dumps(value)))
+        return input_refusal(value, **options)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(_validation, "input_refusal", recorded)
+    ran: list[int] = []
+
+    async def note(input: JsonObject) -> JsonValue:
+        ran.append(len(json.dumps(input)))
+        return None
+
+    tool = Tool(name="note", description="", input_schema={"type": "object"})
+    toolkit = Toolkit.from_entries([ToolEntry(tool=tool, handler=note)])
+    code = (
+        "try:\n"
+        '    await tools.note({"text": "x" * 2_000_000, "more": [[1]] * 1_000_000})\n'
+        "except ToolError as error:\n"
+        "    print(str(error))\n"
+        'await tools.note({"text": "x" * 990_000})\n'
+    )
+    async with at.MontyRuntime(max_processes=1) as runtime:
+        answer = await at.code_mode(toolkit, runtime).call("execute", {"code": code})
+    assert answer == {
+        "result": None,
+        "logs": [
+            f"InvalidInputError: The input is more than {_code.MAX_INPUT_LENGTH} characters of"
+            " JSON, the most a call from code may send. Send less, or split it over several"
+            " calls."
+        ],
+    }
+    assert ran == [990_012]  # the one under the limit
+    assert all(length < _code.MAX_INPUT_LENGTH for length in walked)

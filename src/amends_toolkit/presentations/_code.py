@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from typing import TYPE_CHECKING, Literal, TypeAlias
 
 import anyio
@@ -34,13 +35,17 @@ if TYPE_CHECKING:
     from amends_toolkit.presentations._runtimes import CodeRuntime
     from amends_toolkit.runtime._toolkit import Ask
 
-__all__ = ("EXECUTE", "ApprovalMode", "CodeTools", "code_mode")
+__all__ = ("EXECUTE", "MAX_INPUT_LENGTH", "ApprovalMode", "CodeTools", "code_mode")
 
 EXECUTE = "execute"
 """The name of the tool that runs code."""
 
 ApprovalMode: TypeAlias = Literal["split", "ask"]
 """Where a tool that needs approval goes: beside ``execute`` (``"split"``), or into the code."""
+
+MAX_INPUT_LENGTH = 1_000_000
+"""The most characters of JSON a tool call from code may send: a model's own call is bounded by
+the request that carries it, and one from code by nothing else (its sandbox holds 256 MiB)."""
 
 _log = get_logger(__name__)
 
@@ -71,6 +76,8 @@ def code_mode(
     A tool is called from code as a model calls it directly: its input is checked against its
     schema and it runs in the toolkit; a failure (``NotFoundError`` for a name that is no tool,
     ``InvalidInputError``, the source's own) raises ``ToolError`` in the code, which it may catch.
+    An input of more than :data:`MAX_INPUT_LENGTH` characters of JSON is refused unread
+    (``InvalidInputError``).
 
     A run fails as a result the model reads (``at.Failure`` JSON): ``CodeError`` when the code
     raised (with what it logged before), did not type-check (``type_check``) or made more tool
@@ -233,8 +240,8 @@ class CodeTools:
 
     def needed(self, name: str, input: JsonObject) -> bool:
         """Whether this call of a declared tool waits for a person (its input being valid)."""
-        if name not in self.declared:
-            return False
+        if name not in self.declared or _longer(input, MAX_INPUT_LENGTH):
+            return False  # the call is refused as it runs, unasked
         entry = self.toolkit.entry(name)
         return entry.check(input) is None and entry.tool.requires_approval(input)
 
@@ -259,6 +266,12 @@ class CodeTools:
         """A declared tool's call on the toolkit's one path (its name, input check, approval)."""
         if name not in self.declared:
             raise ToolError(code="NotFoundError", message=f"There is no tool {name!r} to call.")
+        if _longer(input, MAX_INPUT_LENGTH):
+            raise ToolError(
+                code="InvalidInputError",
+                message=f"The input is more than {MAX_INPUT_LENGTH} characters of JSON, the"
+                " most a call from code may send. Send less, or split it over several calls.",
+            )
         result = await self.toolkit.invoke(name, input, approved=approved)
         if result.failure is not None:
             raise ToolError(code=result.failure.code, message=result.failure.message)
@@ -295,11 +308,12 @@ class _Asking:
         return answer
 
 
-def _longer(value: JsonValue, limit: int) -> bool:
+def _longer(value: object, limit: int) -> bool:
     """Whether ``json.dumps(value, ensure_ascii=False)`` is longer than ``limit`` characters.
 
-    Each value adds a character at least, so the walk stops within ``limit`` of them: what the
-    code returned may be as large as its sandbox's memory, and is not written out to be measured.
+    Each value adds a character at least, so the walk stops within ``limit`` of them: what code
+    returns or sends may be as large as its sandbox's memory, and is not written out to be
+    measured. A value that is no JSON counts as one character (the input check refuses it).
     """
     length = 0
     values = [value]
@@ -320,8 +334,13 @@ def _longer(value: JsonValue, limit: int) -> bool:
             length += 2 * len(item) if item else 2  # "[]", and ", " between the items
             if length <= limit:
                 values.extend(item)
-        else:  # a number, a boolean or null (the runtime gave JSON)
-            length += len(json.dumps(item))
+        elif isinstance(item, int | float) or item is None:
+            try:
+                length += len(json.dumps(item))
+            except ValueError:  # an integer past the digits Python writes: at least that many
+                length += sys.get_int_max_str_digits()
+        else:
+            length += 1
         if length > limit:
             return True
     return False
