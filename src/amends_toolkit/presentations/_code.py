@@ -117,8 +117,8 @@ def code_mode(
 
     Raises:
         ValueError: ``timeout`` is not a positive, finite number; ``max_result_length``,
-            ``max_log_length`` or ``max_code_length`` not a positive whole number; ``approval`` neither mode; or
-            ``type_check`` asked of a runtime other than :class:`MontyRuntime`.
+            ``max_log_length`` or ``max_code_length`` not a positive whole number; ``approval``
+            neither mode; or ``type_check`` asked of a runtime other than :class:`MontyRuntime`.
         NameClash: A tool that needs approval is named ``execute`` (``"split"``).
     """
     if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout > 0:

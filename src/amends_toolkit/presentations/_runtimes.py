@@ -645,7 +645,8 @@ class MontyRuntime:
             for name, attribute in by_name.items()
         )
         prelude = _PRELUDE.format(methods=methods, names=list(names))
-        body = await anyio.to_thread.run_sync(function_body, code)  # linear, but the code's size
+        # linear in the code, yet seconds for megabytes: not on the event loop
+        body = await anyio.to_thread.run_sync(function_body, code)
         lines = body.count("\n") - 1  # the code's own, without the closing pass
         logs = Logs(max_log_length)
         async with self._checkout(pool, logs, stubs, lines) as session:
