@@ -69,10 +69,14 @@ async def paused_delete(tools: CodeTools) -> Paused:
     return paused
 
 
-def tampered(paused: Paused, input: JsonValue) -> Paused:
+def tampered(paused: Paused, *, name: str | None = None, input: JsonValue = None) -> Paused:
+    """The paused run as if its bytes had been edited where they were kept."""
     head, _, snapshot = paused.dump().partition(b"\n")
     data = json.loads(head)
-    data["calls"][0][2] = input
+    if name is not None:
+        data["calls"][0][1] = name
+    if input is not None:
+        data["calls"][0][2] = input
     return Paused.load(json.dumps(data).encode() + b"\n" + snapshot)
 
 
@@ -84,8 +88,9 @@ async def test_a_resumed_call_is_checked_against_the_tools_schema_as_a_first_cal
 ) -> None:
     if how == "bytes edited while kept":
         files = Deleting()
-        paused = tampered(await paused_delete(files.tools()), {"path": "../../etc", "all": True})
-    else:  # paused over a catalog that took any path; resumed over one that takes 5 characters
+        input: JsonValue = {"path": "../../etc", "all": True}
+        paused = tampered(await paused_delete(files.tools()), input=input)
+    else:  # paused over a catalog that took any path; resumed over one that takes 3 characters
         paused = await paused_delete(Deleting({"type": "object"}).tools())
         files = Deleting({**PATH, "properties": {"path": {"type": "string", "maxLength": 3}}})
     tools = files.tools()
@@ -104,12 +109,8 @@ async def test_a_resumed_call_is_checked_against_the_tools_schema_as_a_first_cal
 
 async def test_a_resumed_call_of_a_name_the_code_may_not_call_is_not_found() -> None:
     files = Deleting()
-    paused = await paused_delete(files.tools())
-    head, _, snapshot = paused.dump().partition(b"\n")
-    data = json.loads(head)
-    data["calls"][0][1] = "drop_everything"
-    other = Paused.load(json.dumps(data).encode() + b"\n" + snapshot)
-    answer = await files.tools().answer(other.calls[0], approved=True)
+    paused = tampered(await paused_delete(files.tools()), name="drop_everything")
+    answer = await files.tools().answer(paused.calls[0], approved=True)
     assert isinstance(answer, at.presentations.ToolError)
     assert answer.code == "NotFoundError"
     assert files.ran == []
