@@ -182,7 +182,9 @@ class Gateway:
             )
             self._served = self._signature(self.front.toolkit)
             self._instrument(self.front)
+            # Bound before the app is built: the port is part of the resource OAuth names.
             listening = _listen(serve.host, serve.port)
+            stack.callback(listening.close)
             self.port = listening.getsockname()[1]
             app = self._app(self.front, authenticator=self._authenticator(stack))
             served_app: Any = app
