@@ -8,6 +8,7 @@ unless ``AMENDS_REQUIRE_OIDC`` is set (``.ci/run`` sets it).
 from __future__ import annotations
 
 import base64
+import fcntl
 import os
 import shutil
 import subprocess
@@ -19,24 +20,29 @@ import httpx
 import pytest
 
 HERE = Path(__file__).with_name("oidc")
+TIMEOUT = 60.0
+"""Seconds a test's request may take, on a busy machine."""
 SECRET = "machine-secret-0123456789abcdef0123456789abcdef"
 """The secret of the provider's clients ``machine`` and ``short``."""
 
 
 def install() -> None:
-    """``npm ci`` in ``oidc/`` unless the committed lock is installed already."""
+    """``npm ci`` in ``oidc/`` unless the committed lock is installed already (one test run at a
+    time installs: the others wait on its file lock)."""
     lock = HERE / "package-lock.json"
     stamp = HERE / "node_modules" / ".installed.lock"
-    if stamp.exists() and stamp.read_bytes() == lock.read_bytes():
-        return
     if shutil.which("node") is None or shutil.which("npm") is None:
         if os.environ.get("AMENDS_REQUIRE_OIDC"):
             pytest.fail("node and npm are needed for the OAuth tests")
         pytest.skip("node and npm are not installed: the OAuth tests need oidc-provider")
-    subprocess.run(
-        ["npm", "ci", "--no-audit", "--no-fund", "--loglevel=error"], cwd=HERE, check=True
-    )
-    stamp.write_bytes(lock.read_bytes())
+    with (HERE / ".installing").open("w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        if stamp.exists() and stamp.read_bytes() == lock.read_bytes():
+            return
+        subprocess.run(
+            ["npm", "ci", "--no-audit", "--no-fund", "--loglevel=error"], cwd=HERE, check=True
+        )
+        stamp.write_bytes(lock.read_bytes())
 
 
 class AuthServer:
@@ -74,13 +80,14 @@ class AuthServer:
             f"{self.issuer}/token",
             data={"grant_type": "client_credentials", "scope": scope, "resource": resource},
             headers={"Authorization": f"Basic {basic}"},
+            timeout=TIMEOUT,
         )
         answer.raise_for_status()
         token: str = answer.json()["access_token"]
         return token
 
     def jwks(self) -> dict[str, object]:
-        answer = httpx.get(f"{self.issuer}/jwks")
+        answer = httpx.get(f"{self.issuer}/jwks", timeout=TIMEOUT)
         answer.raise_for_status()
         keys: dict[str, object] = answer.json()
         return keys

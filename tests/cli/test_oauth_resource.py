@@ -50,7 +50,7 @@ from amends_toolkit.adapters import Refused
 from amends_toolkit.cli._oauth_resource import MAX_TOKEN_CHARS, OAuthResource
 from conformance._servers import serve
 
-from .authserver import AuthServer, auth_server
+from .authserver import TIMEOUT, AuthServer, auth_server
 from .gateway import GatewayProcess
 from .test_gateway import text
 from .test_gateway_sessions import HEADERS, INITIALIZE
@@ -132,7 +132,7 @@ def post_list(url: str, token: str | None) -> httpx.Response:
     headers = dict(HEADERS)
     if token is not None:
         headers["authorization"] = f"Bearer {token}"
-    return httpx.post(url, json=INITIALIZE, headers=headers)
+    return httpx.post(url, json=INITIALIZE, headers=headers, timeout=TIMEOUT)
 
 
 def forged(payload: dict[str, Any], *, kid: str, algorithm: str = "RS256") -> str:
@@ -180,7 +180,9 @@ def test_a_request_without_a_token_is_401_naming_the_resource_metadata(
     assert found["scope"] == "mcp:tools"
     assert "error" not in found  # RFC 6750: no error code without a credential
     for credential in ("Bearer", "Basic YTpi"):
-        answer = httpx.post(url, json=INITIALIZE, headers={**HEADERS, "authorization": credential})
+        answer = httpx.post(
+            url, json=INITIALIZE, headers={**HEADERS, "authorization": credential}, timeout=TIMEOUT
+        )
         assert answer.status_code == 401
 
 
@@ -189,7 +191,7 @@ def test_the_protected_resource_metadata_names_the_resource_and_the_issuer(
     gateway: GatewayProcess, auth_server: AuthServer, path: str
 ) -> None:
     url = gateway.wait_ready()
-    answer = httpx.get(gateway.base + path)
+    answer = httpx.get(gateway.base + path, timeout=TIMEOUT)
     assert answer.status_code == 200
     metadata = answer.json()
     assert metadata["resource"] == url
@@ -262,14 +264,15 @@ RESOURCE = "http://127.0.0.1:1/mcp"
 
 
 async def test_an_expired_token_is_401_once_its_exp_passes(auth_server: AuthServer) -> None:
-    token = auth_server.token(RESOURCE, client="short")  # lives one second
-    expires = jwt.decode(token, options={"verify_signature": False})["exp"]
-    async with httpx.AsyncClient() as client:
+    async with httpx.AsyncClient(timeout=TIMEOUT) as client:
         resource = OAuthResource(
             issuer=auth_server.issuer, resource=RESOURCE, client=client, leeway=0
         )
+        await resource.authenticate(request(auth_server.token(RESOURCE)))  # the keys, fetched
+        token = auth_server.token(RESOURCE, client="short")  # lives 3 seconds
         caller = await resource.authenticate(request(token))
         assert caller.name == "short"
+        expires = jwt.decode(token, options={"verify_signature": False})["exp"]
         while time.time() <= expires:  # noqa: ASYNC110 - the token expires by the wall clock: no event
             await anyio.sleep(0.05)
         with pytest.raises(Refused) as refused:
@@ -290,7 +293,7 @@ async def test_a_token_is_verified_once_and_then_remembered(
 
     monkeypatch.setattr(jwt, "decode", counted)
     token = auth_server.token(RESOURCE)
-    async with httpx.AsyncClient() as client:
+    async with httpx.AsyncClient(timeout=TIMEOUT) as client:
         resource = OAuthResource(
             issuer=auth_server.issuer, resource=RESOURCE, scopes=["mcp:tools"], client=client
         )
@@ -307,7 +310,7 @@ async def test_a_token_is_verified_once_and_then_remembered(
 async def test_an_unknown_kid_fetches_the_keys_again_at_most_once_per_interval(
     auth_server: AuthServer, interval: float, refreshes: int
 ) -> None:
-    async with httpx.AsyncClient() as client:
+    async with httpx.AsyncClient(timeout=TIMEOUT) as client:
         resource = OAuthResource(
             issuer=auth_server.issuer, resource=RESOURCE, client=client, refresh_interval=interval
         )
@@ -324,20 +327,29 @@ async def test_an_unknown_kid_fetches_the_keys_again_at_most_once_per_interval(
     assert resource.fetches == 2 + refreshes  # the JWKS again (its address is kept)
 
 
-async def test_a_header_too_long_is_refused_unread(auth_server: AuthServer) -> None:
-    async with httpx.AsyncClient() as client:
+async def test_a_header_too_long_is_refused_unread_and_one_nested_deep_is_no_jwt(
+    auth_server: AuthServer,
+) -> None:
+    async with httpx.AsyncClient(timeout=TIMEOUT) as client:
         resource = OAuthResource(issuer=auth_server.issuer, resource=RESOURCE, client=client)
         with pytest.raises(Refused) as refused:
             await resource.authenticate(request("e" * MAX_TOKEN_CHARS))
+        deep = '{"alg":"RS256","x":' + "[" * 3000 + "]" * 3000 + "}"
+        nested = base64.urlsafe_b64encode(deep.encode()).rstrip(b"=").decode() + ".e30.c2ln"
+        assert len(nested) < MAX_TOKEN_CHARS
+        with pytest.raises(Refused) as malformed:
+            await resource.authenticate(request(nested))
     assert refused.value.status == 401
     assert "too long" in refused.value.message
+    assert malformed.value.status == 401
+    assert "not a JWT" in malformed.value.message
     assert resource.fetches == 0
 
 
 async def test_an_issuer_whose_metadata_names_another_is_not_trusted(
     auth_server: AuthServer,
 ) -> None:
-    async with httpx.AsyncClient() as client:
+    async with httpx.AsyncClient(timeout=TIMEOUT) as client:
         resource = OAuthResource(issuer=auth_server.issuer + "/", resource=RESOURCE, client=client)
         with pytest.raises(Refused) as refused:
             await resource.authenticate(request(auth_server.token(RESOURCE)))
@@ -346,7 +358,7 @@ async def test_an_issuer_whose_metadata_names_another_is_not_trusted(
 
 @pytest.mark.parametrize("issuer", ["http://idp.example.com", "http://10.0.0.1/", "ftp://127.0.0.1/"])  # fmt: skip
 async def test_an_issuer_over_http_is_refused_unless_on_loopback(issuer: str) -> None:
-    async with httpx.AsyncClient() as client:
+    async with httpx.AsyncClient(timeout=TIMEOUT) as client:
         with pytest.raises(ValueError, match="https://"):
             OAuthResource(issuer=issuer, resource=RESOURCE, client=client)
         for loopback in ("http://127.0.0.1:9", "http://[::1]:9", "http://localhost:9"):
@@ -382,7 +394,7 @@ REDIRECT = "http://127.0.0.1:9/callback"
 async def log_in_and_consent(authorization_url: str) -> AuthorizationCodeResult:
     """What a person does in the browser, on oidc-provider's devInteractions forms: log in (any
     name and password), consent; then the redirect to the client, with the code."""
-    async with httpx.AsyncClient() as browser:
+    async with httpx.AsyncClient(timeout=TIMEOUT) as browser:
         answer = await browser.get(authorization_url)
         for _ in range(12):
             if answer.is_redirect:
@@ -408,8 +420,9 @@ async def log_in_and_consent(authorization_url: str) -> AuthorizationCodeResult:
     raise AssertionError("the provider's forms did not end in a redirect to the client")
 
 
+@pytest.mark.parametrize("mode", ["legacy", "2026-07-28"])
 async def test_the_sdk_clients_oauth_flow_reaches_the_gateways_tools(
-    gateway: GatewayProcess, auth_server: AuthServer
+    gateway: GatewayProcess, auth_server: AuthServer, mode: str
 ) -> None:
     url = gateway.wait_ready()
     visited: list[str] = []
@@ -441,7 +454,7 @@ async def test_the_sdk_clients_oauth_flow_reaches_the_gateways_tools(
 
     async with (
         httpx2.AsyncClient(auth=provider, event_hooks={"request": [seen]}) as http,
-        Client(streamable_http_client(url, http_client=http), mode="legacy") as client,
+        Client(streamable_http_client(url, http_client=http), mode=mode) as client,
     ):
         listed = {tool.name for tool in (await client.list_tools()).tools}
         assert "grower__add" in listed
@@ -462,7 +475,7 @@ async def test_the_sdk_clients_oauth_flow_reaches_the_gateways_tools(
 
 
 async def test_a_gateway_on_every_address_needs_an_audience() -> None:
-    async with httpx.AsyncClient() as client:
+    async with httpx.AsyncClient(timeout=TIMEOUT) as client:
         with pytest.raises(ValueError, match="audience"):
             OAuthResource(
                 issuer="https://idp.example.com", resource="http://0.0.0.0:80/mcp", client=client

@@ -3,7 +3,7 @@
 // Prints "READY <issuer>" once it listens. Usage: node provider.mjs
 //
 // Clients: "machine" and "short" (client_credentials, secret "machine-secret-...", scopes
-// "mcp:tools other"); "short"'s tokens live ACCESS_TTL_SHORT seconds. Dynamic registration is on,
+// "mcp:tools other"); "short"'s tokens live 3 seconds. Dynamic registration is on,
 // with PKCE (the SDK client's flow); devInteractions logs anyone in and asks consent by forms.
 import http from 'node:http';
 import Provider from 'oidc-provider';
@@ -34,7 +34,7 @@ server.listen(0, '127.0.0.1', () => {
         getResourceServerInfo: (ctx, resourceIndicator, client) => ({
           scope: SCOPE,
           audience: resourceIndicator,
-          accessTokenTTL: client.clientId === 'short' ? 1 : 600,
+          accessTokenTTL: client.clientId === 'short' ? 3 : 600,
           accessTokenFormat: 'jwt',
         }),
       },
