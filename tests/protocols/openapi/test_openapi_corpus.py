@@ -14,7 +14,7 @@ import jsonschema_rs
 import pytest
 
 import amends_toolkit as at
-from amends_toolkit import JsonValue
+from amends_toolkit import JsonObject, JsonValue
 
 CORPUS = Path(__file__).parents[2] / "data" / "openapi-corpus"
 SWAGGER = "petstore-swagger-2.0.json"
@@ -174,6 +174,15 @@ def test_cyclic_schemas_of_the_corpus_are_under_defs() -> None:
     assert not validator.is_valid({"collection_name": "c", "body": {"limit": 0}})
 
 
+def dig(value: JsonValue, *keys: str) -> JsonObject:
+    """The object at ``keys`` in ``value``, each step an object."""
+    for key in keys:
+        assert isinstance(value, dict), value
+        value = value[key]
+    assert isinstance(value, dict), value
+    return value
+
+
 def property_names(schema: JsonValue) -> set[str]:
     """The names of every properties map in a schema, however deep."""
     found: set[str] = set()
@@ -204,9 +213,11 @@ def test_meilisearch_s_multi_search_offers_the_search_query_s_own_fields() -> No
         if operation.definition.name == "multi_search"
     ]
     schema = multi_search.definition.input_schema
-    query = schema["properties"]["body"]["properties"]["queries"]["items"]  # type: ignore[index,call-overload]
+    query = dig(schema, "properties", "body", "properties", "queries", "items")
     assert query["additionalProperties"] is False
-    assert {"indexUid", "q", "filter", "limit", "attributesToRetrieve"} <= set(query["properties"])
+    assert {"indexUid", "q", "filter", "limit", "attributesToRetrieve"} <= set(
+        dig(query, "properties")
+    )
     assert jsonschema_rs.validator_for(schema, offline=True).is_valid(
         {"body": {"queries": [{"indexUid": "movies", "q": "back to the future", "limit": 5}]}}
     )

@@ -253,6 +253,15 @@ def test_parameter_schemas_are_converted_too() -> None:
     assert schema["$defs"] == {"Kind": {"type": ["string", "null"], "enum": ["a", None]}}
 
 
+def dig(value: JsonValue, *keys: str) -> JsonObject:
+    """The object at ``keys`` in ``value``, each step an object."""
+    for key in keys:
+        assert isinstance(value, dict), value
+        value = value[key]
+    assert isinstance(value, dict), value
+    return value
+
+
 QUERY: JsonObject = {
     "Query": {
         "type": "object",
@@ -299,8 +308,7 @@ def test_the_merged_properties_may_merge_in_others_in_turn() -> None:
         },
     }
     schema = searches({"$ref": "#/components/schemas/Paged/properties"})
-    body_properties = body(schema, schemas=schemas)["properties"]  # type: ignore[index]
-    assert list(body_properties) == ["page", "q", "limit"]
+    assert list(dig(body(schema, schemas=schemas), "properties")) == ["page", "q", "limit"]
 
 
 @pytest.mark.parametrize(
@@ -346,17 +354,30 @@ def test_a_ref_among_the_properties_that_is_not_unambiguous_skips_the_operation(
     assert "$ref" in skipped.detail
 
 
-@pytest.mark.parametrize("media_type", ["application/x-www-form-urlencoded", "multipart/form-data"])
-def test_a_form_s_fields_are_the_merged_properties_too(media_type: str) -> None:
-    schema = searches({"$ref": "#/components/schemas/Query/properties"})
+def test_a_multipart_form_s_fields_are_the_merged_properties_too() -> None:
+    upload: JsonObject = {
+        "Upload": {"properties": {"file": {"type": "string", "format": "binary"}}},
+        **QUERY,
+    }
+    schema = searches(
+        {"$ref": "#/components/schemas/Upload/properties", "title": {"type": "string"}}
+    )
     result = at.openapi.read_operations(
         {
             "openapi": "3.1.0",
-            "paths": {"/a": {"post": {"requestBody": {"content": {media_type: {"schema": schema}}}}}},
-            "components": {"schemas": QUERY},
+            "paths": {
+                "/a": {
+                    "post": {
+                        "requestBody": {"content": {"multipart/form-data": {"schema": schema}}}
+                    }
+                }
+            },
+            "components": {"schemas": upload},
         }
     )
     assert result.skipped == ()
     (operation,) = result.operations
-    form = operation.definition.input_schema["properties"]["body"]  # type: ignore[index,call-overload]
-    assert list(form["properties"]) == ["q", "limit"]
+    form = dig(operation.definition.input_schema, "properties", "body", "properties")
+    assert list(form) == ["title", "file"]
+    # the merged field is read as a form's field: a file the model gives
+    assert operation.request.encoding["file"].file
