@@ -33,7 +33,7 @@ import amends_toolkit as at
 from amends_toolkit.cli._output import Output
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Iterator, Mapping
+    from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 
     from starlette.requests import Request
     from starlette.types import ASGIApp, Receive, Scope, Send
@@ -243,6 +243,12 @@ class Host:
         self.seen.clear()
 
 
+def table(columns: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
+    """A table, its columns named on a terminal and piped alike: the demo's reader is a person
+    wherever it goes (``inspect`` keeps its piped rows bare, for ``cut`` and ``awk``)."""
+    _output.table(columns, rows if _output.fancy else [columns, *rows])
+
+
 @contextmanager
 def quiet(*loggers: str) -> Iterator[None]:
     """Loggers that say nothing below CRITICAL within the block, their levels restored after."""
@@ -345,11 +351,9 @@ async def _run() -> None:
         # What the policy keeps from the model, by the names the model would call it: the host
         # knows, the model reads only that there is no such tool.
         everything = at.assemble(members, lambda source, definition: "allow")
-        blocked = {name: everything.source_tool(name) for name in everything.tools}
-        for name in toolkit.tools:
-            del blocked[name]
+        blocked = {n: everything.source_tool(n) for n in everything.tools if n not in toolkit}
         _output.title("The toolkit of the turn")
-        _output.table(
+        table(
             ["tool", "needs approval"],
             [
                 [name, "yes" if tool.needs_approval is not False else "no"]
@@ -416,7 +420,7 @@ async def _run() -> None:
 
         show("In OpenAI's request format (never strict)", at.adapters.openai_tools(toolkit)[:1])
         _output.title("Actors")
-        _output.table(
+        table(
             ["source", "queued", "in flight", "restarts", "state"],
             [
                 [ref.name, str(s.queued), str(s.in_flight), str(s.restarts), s.state]

@@ -79,15 +79,14 @@ class Output:
         print(text)
 
     def table(self, columns: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
-        """Rows as a table on a terminal, as tab-separated lines otherwise (the columns' names
-        first, as the table's header)."""
+        """Rows as a table on a terminal, as tab-separated lines otherwise."""
         if self.fancy:
             table = Table(*columns, show_lines=False)
             for row in rows:
                 table.add_row(*row)
             self.out.print(table)
         else:
-            for row in [columns, *rows]:
+            for row in rows:
                 print("\t".join(row))
 
     def served(self, url: str, toolkit: Toolkit, *, failed: Mapping[str, str]) -> None:
