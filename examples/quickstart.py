@@ -58,8 +58,8 @@ async def main() -> None:
     # Listening before the server starts, so the host's first request waits for it.
     with socket.create_server(("127.0.0.1", 0)) as listener:
         server = uvicorn.Server(uvicorn.Config(tasks_server.http_app(), log_level="warning"))
-        async with anyio.create_task_group() as tasks:
-            tasks.start_soon(server.serve, [listener])
+        async with anyio.create_task_group() as group:
+            group.start_soon(server.serve, [listener])
             await turn(f"http://127.0.0.1:{listener.getsockname()[1]}/mcp", TOKEN)
             server.should_exit = True
 
