@@ -293,10 +293,45 @@ def test_a_query_word_begins_only_words_it_is_not_itself() -> None:
     assert names(pairs, "reposit") == ["star_repo"]
 
 
-def test_a_query_word_scores_for_a_word_of_the_catalog_it_begins() -> None:
+def test_a_query_word_longer_than_a_tool_s_word_never_matches_it() -> None:
     pairs = [("health_check", "Checks the service."), ("list_items", "Lists items.")]
-    assert names(pairs, "healthy") == ["health_check"]
+    assert names(pairs, "healthy") == []
     assert names(pairs, "musical") == []
+
+
+REPORTS = [(f"report_{i:02}", f"Report {i} of the quarter.") for i in range(12)] + [
+    ("github__delete_repo", "Delete a repository."),
+    ("github__create_repo", "Create a repository."),
+    ("github__list_issues", "List the issues of a repository."),
+    ("github__create_issue", "Open an issue in a repository."),
+    ("github__get_user", "Read a user's profile."),
+]
+
+
+def test_a_word_of_the_tools_names_ranks_them_above_a_shorter_word_it_begins() -> None:
+    # issue 32, item 8: "report" does not begin "repo", and a rarer "repo" must not win
+    hits = index(REPORTS).rank("report", 20)
+    assert [REPORTS[p][0] for p in hits.positions] == [name for name, _ in REPORTS[:12]]
+    assert hits.matched == 12
+
+
+def test_a_partial_match_never_outranks_an_exact_one_of_the_same_word() -> None:
+    # Words that begin one another; none a verb of RELATED, so only the prefix rule joins them.
+    vocabulary = ["rep", "repo", "report", "reporter", "repository", "star", "start", "stat"]
+    rng = random.Random(32)
+    for _ in range(200):
+        pairs = [
+            (
+                "_".join(rng.choices(vocabulary, k=rng.randint(1, 2))),
+                " ".join(rng.choices(vocabulary, k=rng.randint(0, 4))) + ".",
+            )
+            for _ in range(rng.randint(2, 30))
+        ]
+        for word in vocabulary:
+            exact = {i for i, (name, text) in enumerate(pairs) if word in words(f"{name} {text}")}
+            ranked = list(index(pairs).rank(word, len(pairs)).positions)
+            # every tool that holds the word itself comes before every one that does not
+            assert set(ranked[: len(exact)]) == exact, (word, pairs)
 
 
 def test_keywords_find_a_tool_and_count_as_a_word_of_its_description() -> None:

@@ -68,8 +68,8 @@ SHAPES: dict[str, Callable[[int], str]] = {
     "distinct words": lambda size: joined(name, size),
     # words of the catalog, each time again: the same postings, asked for again
     "repeated words": lambda size: joined(lambda i: ("note", "read", "about")[i % 3], size),
-    # one word, which begins with a word of the catalog: each of its prefixes may be one
-    "one long word": lambda size: "about" + "a" * (size - 5),
+    # one long word, which begins with a word of the catalog (a form it is never read as)
+    "one long word": lambda size: "note about" + "a" * (size - 10),
     "long distinct words": lambda size: joined(lambda i: name(i) * 40, size),
     # camelCase and HTTPResponse runs: the pattern that cuts words looks ahead
     "case runs": lambda size: joined(lambda i: "ABC" * 30 + name(i) + "Ab" * 30, size),

@@ -39,8 +39,9 @@ How a query is read:
   them. A kind alone makes no tool match.
 - A query word also scores, at :data:`PREFIX_FACTOR` of its weight, for the words it begins
   when it is no word of the catalog itself (``repo`` for ``repository``, but ``star`` never for
-  ``start``); for a word of the catalog it begins, of four letters or more (``healthy`` for
-  ``health``, ``musical`` for ``music``): forms the stemmer does not join; and at
+  ``start``), and never for a shorter word (``report`` never for ``repo``, ``healthy`` never
+  for ``health``): so a partial match of a word is only ever made where no tool holds the word
+  itself, and never outranks an exact one, however rare the word it finds; and at
   :data:`RELATED_FACTOR` for the few verbs of :data:`RELATED` that name the same action
   (``remove`` for ``delete``), unless the query holds one of those verbs too (``create a new
   playlist`` counts one action once). A tool counts each query word once, by its best form.
@@ -63,7 +64,7 @@ from __future__ import annotations
 import heapq
 import math
 import re
-from bisect import bisect_left, bisect_right
+from bisect import bisect_right
 from collections import Counter
 from itertools import repeat
 from operator import add, neg
@@ -114,15 +115,14 @@ MAX_PARAMETER_WORDS = 300
 """The most words a tool's parameters give the index (the first ones, in schema order), and its
 keywords."""
 PREFIX_FACTOR = 0.5
-"""What a query word scores, relative to the word itself, for another form of it (a longer
-word it begins when it is no word of the catalog, a word of the catalog it begins)."""
+"""What a query word scores, relative to the word itself, for a longer word it begins when it
+is no word of the catalog."""
 RELATED_FACTOR = 0.5
 """What a query word scores, relative to the word itself, for a verb of the same action."""
 _K1 = 1.2
 _B_NAME = 0.3
 _B_TEXT = 0.75
 _MIN_PREFIX = 3
-_MIN_STEM = 4
 _CHARACTERS_PER_WORD = 16
 _BITS = 12
 # At most about so many bytes in the cache of query words' postings, and what a tool's score
@@ -366,10 +366,6 @@ class SearchIndex:
             if f"~{kind}" in self._postings
         }
         self._vocabulary = sorted(self._postings)
-        # the lengths a word of the catalog has, from the shortest a stem may be: a query word
-        # is read for the words it begins at these lengths only, so however long it is, the
-        # work is the catalog's, once
-        self._lengths = sorted({len(term) for term in self._vocabulary} - set(range(_MIN_STEM)))
         self._related: dict[str, set[str]] = {}
         for group in RELATED:
             stems = {stem(word) for word in group}
@@ -464,9 +460,9 @@ class SearchIndex:
         return expanded
 
     def _forms(self, term: str) -> list[str]:
-        """The other words of the catalog that ``term`` is a form of."""
-        shorter = self._lengths[: bisect_left(self._lengths, len(term))]
-        forms = [term[:end] for end in shorter if term[:end] in self._postings]
+        """The longer words of the catalog that ``term`` begins, when it is none itself: the
+        tools a partial match finds are then never ones an exact match finds (issue 32)."""
+        forms: list[str] = []
         if len(term) >= _MIN_PREFIX and term not in self._postings:
             start = bisect_right(self._vocabulary, term)
             for other in self._vocabulary[start:]:
