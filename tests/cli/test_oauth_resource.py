@@ -47,7 +47,12 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from amends_toolkit.adapters import Refused
-from amends_toolkit.cli._oauth_resource import MAX_TOKEN_CHARS, OAuthResource
+from amends_toolkit.cli._oauth_resource import (
+    MAX_DOCUMENT_BYTES,
+    MAX_KEYS,
+    MAX_TOKEN_CHARS,
+    OAuthResource,
+)
 from conformance._servers import serve
 
 from .authserver import TIMEOUT, AuthServer, auth_server
@@ -492,3 +497,50 @@ async def test_a_gateway_on_every_address_needs_an_audience() -> None:
         "/.well-known/oauth-protected-resource",
         "/.well-known/oauth-protected-resource/mcp",
     }
+
+
+# Scripted wire cases a real issuer does not send.
+
+ISSUER = "https://idp.example.com"
+
+
+def scripted(keys: list[dict[str, Any]], *, padding: int = 0) -> httpx.MockTransport:
+    """An issuer with no RFC 8414 document, OpenID's, and a JWKS of these keys."""
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        path = request.url.path
+        if path == "/.well-known/openid-configuration":
+            return httpx.Response(200, json={"issuer": ISSUER, "jwks_uri": f"{ISSUER}/jwks"})
+        if path == "/jwks":
+            return httpx.Response(200, json={"keys": keys, "padding": "x" * padding})
+        return httpx.Response(404)
+
+    return httpx.MockTransport(answer)
+
+
+def signed_by_new_key() -> tuple[dict[str, Any], str]:
+    """A public JWK and a token for ``RESOURCE`` signed by its key, ``kid`` ``k0``."""
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    jwk = json.loads(jwt.algorithms.RSAAlgorithm.to_jwk(key.public_key()))
+    claims = {"iss": ISSUER, "sub": "s", "aud": RESOURCE, "exp": int(time.time()) + 60}
+    return jwk, jwt.encode(claims, key, algorithm="RS256", headers={"kid": "k0"})
+
+
+async def test_openid_discovery_is_read_when_rfc_8414_is_not() -> None:
+    jwk, token = signed_by_new_key()
+    async with httpx.AsyncClient(transport=scripted([{**jwk, "kid": "k0"}])) as client:
+        resource = OAuthResource(issuer=ISSUER, resource=RESOURCE, client=client)
+        caller = await resource.authenticate(request(token))
+    assert caller.id == f"oauth:{ISSUER} s"
+    assert resource.fetches == 3  # RFC 8414's 404, OpenID's, the JWKS
+
+
+@pytest.mark.parametrize(("count", "padding"), [(MAX_KEYS + 1, 0), (1, MAX_DOCUMENT_BYTES)])
+async def test_a_jwks_of_too_many_keys_or_bytes_is_refused(count: int, padding: int) -> None:
+    jwk, token = signed_by_new_key()
+    keys = [{**jwk, "kid": f"k{number}"} for number in range(count)]
+    async with httpx.AsyncClient(transport=scripted(keys, padding=padding)) as client:
+        resource = OAuthResource(issuer=ISSUER, resource=RESOURCE, client=client)
+        with pytest.raises(Refused) as refused:
+            await resource.authenticate(request(token))
+    assert refused.value.status == 503
