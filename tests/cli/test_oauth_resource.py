@@ -286,8 +286,9 @@ async def test_an_expired_token_is_401_once_its_exp_passes(auth_server: AuthServ
     assert "expired" in refused.value.message
 
 
+@pytest.mark.parametrize(("remember", "verifications"), [(60.0, 1), (0.0, 5)])
 async def test_a_token_is_verified_once_and_then_remembered(
-    auth_server: AuthServer, monkeypatch: pytest.MonkeyPatch
+    auth_server: AuthServer, monkeypatch: pytest.MonkeyPatch, remember: float, verifications: int
 ) -> None:
     verified = []
     decode = jwt.decode
@@ -300,15 +301,32 @@ async def test_a_token_is_verified_once_and_then_remembered(
     token = auth_server.token(RESOURCE)
     async with httpx.AsyncClient(timeout=TIMEOUT) as client:
         resource = OAuthResource(
-            issuer=auth_server.issuer, resource=RESOURCE, scopes=["mcp:tools"], client=client
+            issuer=auth_server.issuer,
+            resource=RESOURCE,
+            scopes=["mcp:tools"],
+            client=client,
+            remember=remember,
         )
         callers = [await resource.authenticate(request(token)) for _ in range(5)]
-    assert len(verified) == 1
+    assert len(verified) == verifications
     assert callers[0] == callers[4]
     assert callers[0].id == f"oauth:{auth_server.issuer} machine"
     assert callers[0].client_id == "machine"
     assert callers[0].kind == "oauth"
     assert callers[0].scopes == frozenset({"mcp:tools"})
+
+
+@pytest.mark.parametrize(("max_age", "jwks_fetches"), [(3600.0, 1), (0.0, 3)])
+async def test_the_issuers_keys_are_fetched_again_once_old(
+    auth_server: AuthServer, max_age: float, jwks_fetches: int
+) -> None:
+    async with httpx.AsyncClient(timeout=TIMEOUT) as client:
+        resource = OAuthResource(
+            issuer=auth_server.issuer, resource=RESOURCE, client=client, keys_max_age=max_age
+        )
+        for _ in range(3):  # three tokens, each seen once
+            await resource.authenticate(request(auth_server.token(RESOURCE)))
+    assert resource.fetches == 1 + jwks_fetches  # the metadata once
 
 
 @pytest.mark.parametrize(("interval", "refreshes"), [(30.0, 0), (0.0, 20)])

@@ -13,8 +13,8 @@ PyJWT: the signature under an asymmetric algorithm of :data:`ALGORITHMS` (``none
 Bounds: a token longer than :data:`MAX_TOKEN_CHARS` is refused unread; the issuer's documents are
 read up to :data:`MAX_DOCUMENT_BYTES` and :data:`MAX_KEYS` keys; an unknown ``kid`` fetches the
 JWKS again at most once per ``refresh_interval``; verified tokens are remembered (by a hash,
-:data:`MAX_CACHED_TOKENS` of them, until they expire), so a client's repeated token costs one
-signature check.
+:data:`MAX_CACHED_TOKENS` of them, a minute at most), so a client's repeated token costs one
+signature check a minute.
 """
 
 from __future__ import annotations
@@ -50,12 +50,15 @@ if TYPE_CHECKING:
 
 __all__ = (
     "ALGORITHMS",
+    "FETCH_TIMEOUT",
+    "KEYS_MAX_AGE",
     "LEEWAY",
     "MAX_CACHED_TOKENS",
     "MAX_DOCUMENT_BYTES",
     "MAX_KEYS",
     "MAX_TOKEN_CHARS",
     "REFRESH_INTERVAL",
+    "REMEMBER",
     "OAuthResource",
 )
 
@@ -78,8 +81,13 @@ REFRESH_INTERVAL: Final = 30.0
 """Seconds at least between two fetches of the issuer's documents, however many tokens name an
 unknown ``kid``."""
 MAX_CACHED_TOKENS: Final = 4_096
-"""Verified tokens remembered (by their SHA-256), each until it expires; past it the oldest is
-forgotten (and checked again when it comes back)."""
+"""Verified tokens remembered (by their SHA-256); past it the oldest is forgotten (and checked
+again when it comes back)."""
+REMEMBER: Final = 60.0
+"""Seconds a verified token is remembered at most (less if it expires before)."""
+KEYS_MAX_AGE: Final = 3_600.0
+"""Seconds the issuer's JWKS is used before it is fetched again (a key the issuer withdrew stops
+verifying tokens within this time)."""
 FETCH_TIMEOUT: Final = 10.0
 """Seconds a fetch of one of the issuer's documents may take."""
 
@@ -97,6 +105,8 @@ class OAuthResource:
         client: Fetches the issuer's documents.
         leeway: See :data:`LEEWAY`.
         refresh_interval: See :data:`REFRESH_INTERVAL`.
+        remember: See :data:`REMEMBER`.
+        keys_max_age: See :data:`KEYS_MAX_AGE`.
         fetch_timeout: See :data:`FETCH_TIMEOUT`.
 
     Raises:
@@ -114,6 +124,8 @@ class OAuthResource:
         client: httpx.AsyncClient,
         leeway: float = LEEWAY,
         refresh_interval: float = REFRESH_INTERVAL,
+        remember: float = REMEMBER,
+        keys_max_age: float = KEYS_MAX_AGE,
         fetch_timeout: float = FETCH_TIMEOUT,
     ) -> None:
         _check_secure(issuer, "issuer")
@@ -128,6 +140,8 @@ class OAuthResource:
         self.scopes = tuple(scopes)
         self.leeway = leeway
         self.refresh_interval = refresh_interval
+        self.remember = remember
+        self.keys_max_age = keys_max_age
         self.fetch_timeout = fetch_timeout
         self.metadata_url = str(build_resource_metadata_url(AnyHttpUrl(self.audience)))
         self.fetches = 0
@@ -217,7 +231,8 @@ class OAuthResource:
             scopes=scopes,
             claims=claims,
         )
-        self._verified[digest] = (caller, float(cast("float", claims["exp"])))
+        until = min(float(cast("float", claims["exp"])), time.time() + self.remember)
+        self._verified[digest] = (caller, until)
         while len(self._verified) > MAX_CACHED_TOKENS:
             self._verified.popitem(last=False)
         return caller
@@ -267,13 +282,15 @@ class OAuthResource:
 
     async def _key(self, kid: str | None) -> dict[str, Any] | None:
         """The issuer's key of this ``kid`` (or its only key, for a token without one),
-        fetching the JWKS again if it is unknown and the last fetch is old enough."""
+        fetching the JWKS again if it is unknown and the last fetch is ``refresh_interval`` old,
+        or if the last fetch is ``keys_max_age`` old."""
         found = self._lookup(kid)
-        if found is not None:
+        if found is not None and time.monotonic() - self._fetched_at < self.keys_max_age:
             return found
         async with self._fetching:
             found = self._lookup(kid)
-            if found is None and time.monotonic() - self._fetched_at >= self.refresh_interval:
+            age = time.monotonic() - self._fetched_at
+            if (found is None and age >= self.refresh_interval) or age >= self.keys_max_age:
                 self._fetched_at = time.monotonic()
                 try:
                     with anyio.fail_after(self.fetch_timeout):
