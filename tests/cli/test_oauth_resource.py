@@ -562,3 +562,23 @@ async def test_a_jwks_of_too_many_keys_or_bytes_is_refused(count: int, padding: 
         with pytest.raises(Refused) as refused:
             await resource.authenticate(request(token))
     assert refused.value.status == 503
+
+
+async def test_an_issuer_that_cannot_be_reached_is_503_and_asked_once_per_interval() -> None:
+    asked = []
+
+    def down(request: httpx.Request) -> httpx.Response:
+        asked.append(request.url.path)
+        return httpx.Response(502)
+
+    _, token = signed_by_new_key()
+    async with httpx.AsyncClient(transport=httpx.MockTransport(down)) as client:
+        resource = OAuthResource(issuer=ISSUER, resource=RESOURCE, client=client)
+        statuses = []
+        for _ in range(3):
+            with pytest.raises(Refused) as refused:
+                await resource.authenticate(request(token))
+            statuses.append(refused.value.status)
+    assert statuses == [503, 503, 503]
+    assert refused.value.headers["Retry-After"] == "30"
+    assert len(asked) == 2  # RFC 8414's and OpenID's, once

@@ -296,17 +296,16 @@ class OAuthResource:
                     with anyio.fail_after(self.fetch_timeout):
                         await self._fetch_keys()
                 except (TimeoutError, httpx.HTTPError, ValueError) as error:
-                    # The operator reads why; the client gets 503 and tries again later.
-                    _log.warning("gateway.issuer_unavailable", error=str(error)[:200])
-                    if not self._keys:
-                        raise Refused(
-                            503,
-                            "The authorization server's keys cannot be had now; try again later.",
-                            headers={"Retry-After": str(round(self.refresh_interval))},
-                            reason="issuer_unavailable",
-                        ) from None
-                found = self._lookup(kid)
-        return found
+                    # The operator reads why; the keys of before, if any, serve on.
+                    _log.warning("gateway.issuer_unavailable", error=str(error))
+            if not self._keys:
+                raise Refused(
+                    503,
+                    "The authorization server's keys cannot be had now; try again later.",
+                    headers={"Retry-After": str(round(self.refresh_interval))},
+                    reason="issuer_unavailable",
+                )
+            return self._lookup(kid)
 
     def _lookup(self, kid: str | None) -> dict[str, Any] | None:
         if kid is None:
