@@ -29,6 +29,7 @@ import math
 import os
 import re
 import tomllib
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Final, Literal, get_args
 
@@ -41,6 +42,7 @@ __all__ = (
     "HEADER_TIMEOUT",
     "MAX_CONNECTIONS",
     "PRESENTATIONS",
+    "AuthConfig",
     "ConfigError",
     "GatewayConfig",
     "PolicyConfig",
@@ -91,6 +93,7 @@ _SERVE_KEYS: Final = frozenset(
     )
 )
 _POLICY_KEYS: Final = frozenset(("allow", "approve", "block"))
+_AUTH_KEYS: Final = frozenset(("type", "issuer", "audience", "scopes", "keys"))
 
 
 class ConfigError(ValueError):
@@ -162,6 +165,21 @@ class ServeConfig:
 
 
 @attrs.frozen(kw_only=True)
+class AuthConfig:
+    """The ``[auth]`` table: who may call the gateway."""
+
+    type: Literal["oauth", "keys", "none"]
+    issuer: str | None = None
+    """oauth: the authorization server's issuer identifier; its metadata gives the JWKS."""
+    audience: str | None = None
+    """oauth: this gateway as a resource (RFC 8707); ``None``: the gateway's own URL."""
+    scopes: tuple[str, ...] = ()
+    """oauth: scopes required on every token."""
+    keys: Mapping[str, str] = attrs.field(factory=dict)
+    """keys: a key's name to the key."""
+
+
+@attrs.frozen(kw_only=True)
 class GatewayConfig:
     """A whole configuration file."""
 
@@ -169,6 +187,7 @@ class GatewayConfig:
     sources: tuple[SourceConfig, ...]
     policy: PolicyConfig
     serve: ServeConfig
+    auth: AuthConfig | None = None
 
 
 def load_config(path: Path) -> GatewayConfig:
@@ -242,11 +261,11 @@ class _Reader:
         return start
 
     def read(self, data: dict[str, object]) -> GatewayConfig:
-        unknown = sorted(set(data) - {"sources", "policy", "serve"})
+        unknown = sorted(set(data) - {"sources", "policy", "serve", "auth"})
         if unknown:
             raise ConfigError(
                 f"{self.path}: unknown table or key {unknown[0]!r}; "
-                "the keys are [[sources]], [policy] and [serve]"
+                "the keys are [[sources]], [policy], [serve] and [auth]"
             )
         raw_sources = data.get("sources")
         if not isinstance(raw_sources, list) or not raw_sources:
@@ -265,7 +284,42 @@ class _Reader:
             sources=sources,
             policy=self._policy(data.get("policy", {})),
             serve=self._serve(data.get("serve", {})),
+            auth=self._auth(data["auth"]) if "auth" in data else None,
         )
+
+    def _auth(self, raw: object) -> AuthConfig:
+        def fail(problem: str, key: str | None = None) -> ConfigError:
+            return self.fail(problem, table="auth", key=key)
+
+        if not isinstance(raw, dict):
+            raise fail("[auth] must be a table")
+        for key in raw:
+            if key not in _AUTH_KEYS:
+                raise fail(
+                    f"unknown key {key!r} in [auth]; the keys are {', '.join(sorted(_AUTH_KEYS))}",
+                    key,
+                )
+        kind = raw.get("type")
+        if kind != "oauth":
+            raise fail('type must be "oauth"', "type")
+        issuer, audience, scopes = raw.get("issuer"), raw.get("audience"), raw.get("scopes", [])
+        if not isinstance(issuer, str) or not re.match(r"^https?://[^/\s]+", issuer):
+            raise fail(
+                'type = "oauth" needs issuer = "https://..." (the authorization server)', "issuer"
+            )
+        if audience is not None and (
+            not isinstance(audience, str) or not re.match(r"^https?://[^/\s]+", audience)
+        ):
+            raise fail(
+                "audience must be the URL clients reach this gateway's MCP path at", "audience"
+            )
+        if not isinstance(scopes, list) or not all(
+            isinstance(s, str) and s and " " not in s for s in scopes
+        ):
+            raise fail(
+                'scopes must be a list of scope names, such as scopes = ["mcp:tools"]', "scopes"
+            )
+        return AuthConfig(type=kind, issuer=issuer, audience=audience, scopes=tuple(scopes))
 
     def _source(self, index: int, raw: object) -> SourceConfig:
         def fail(problem: str, key: str | None = None) -> ConfigError:

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import anyio
 import attrs
+import httpx
 import mcp_types as types
 import uvicorn
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
@@ -46,6 +47,7 @@ from amends_toolkit._errors import Failure, NameClash, ToolSourceError
 from amends_toolkit._log import get_logger
 from amends_toolkit._peer import cut
 from amends_toolkit.adapters import caller_of
+from amends_toolkit.cli._config import ConfigError
 from amends_toolkit.cli._connections import FILES_RESERVED, raise_open_files, timed_protocol
 from amends_toolkit.cli._metrics import GatewayMetrics
 from amends_toolkit.cli._output import silence
@@ -75,6 +77,7 @@ if TYPE_CHECKING:
 
     from amends_toolkit._definitions import Decision, ToolDefinition
     from amends_toolkit._json import JsonObject, JsonValue
+    from amends_toolkit.adapters import Authenticator
     from amends_toolkit.adapters.mcp_front import ToolkitServer
     from amends_toolkit.cli._config import GatewayConfig
     from amends_toolkit.cli._output import Output
@@ -192,7 +195,11 @@ class Gateway:
             )
             self._served = self._signature(self.front.toolkit)
             self._instrument(self.front)
-            app = self._app(self.front)
+            # Bound before the app is built: the port is part of the resource OAuth names.
+            listening = _listen(serve.host, serve.port)
+            stack.callback(listening.close)
+            self.port = listening.getsockname()[1]
+            app = self._app(self.front, authenticator=self._authenticator(stack))
             served_app: Any = app
             if serve.replicas is not None and serve.replica is not None:
                 served_app = SessionPinning(app, replica=serve.replica, replicas=serve.replicas)
@@ -223,7 +230,6 @@ class Gateway:
                 )
             )
             self.server = server
-            listening = _listen(serve.host, serve.port)
             served = anyio.Event()
 
             async def serve_http() -> None:
@@ -236,7 +242,6 @@ class Gateway:
                 tasks.start_soon(serve_http)
                 while not server.started and not served.is_set():  # noqa: ASYNC110 - uvicorn offers no event
                     await anyio.sleep(0.01)
-                self.port = listening.getsockname()[1]
                 self._report_ready()
                 task_status.started(self.port)
                 tasks.start_soon(self._refreshes)
@@ -245,11 +250,32 @@ class Gateway:
                 tasks.cancel_scope.cancel()
         _log.info("gateway.stopped")
 
+    @property
+    def url(self) -> str:
+        """The MCP endpoint's URL, once the gateway listens."""
+        serve = self.config.serve
+        host = f"[{serve.host}]" if ":" in serve.host else serve.host
+        return f"http://{host}:{self.port}{serve.path}"
+
+    def _authenticator(self, stack: AsyncExitStack) -> Authenticator | None:
+        """Who may call, as ``[auth]`` says."""
+        auth = self.config.auth
+        if auth is None or auth.type != "oauth":
+            return None
+        # Here, not at the top: PyJWT and its cryptography are needed by oauth alone.
+        from amends_toolkit.cli._oauth_resource import FETCH_TIMEOUT, OAuthResource
+
+        client = httpx.AsyncClient(timeout=FETCH_TIMEOUT, follow_redirects=False)
+        stack.push_async_callback(client.aclose)
+        try:
+            return OAuthResource.from_config(auth, resource=self.url, client=client)
+        except ValueError as error:
+            raise ConfigError(f"{self.config.path}: [auth] {error}") from None
+
     def _report_ready(self) -> None:
         assert self.front is not None
-        serve = self.config.serve
         self.output.served(
-            f"http://{serve.host}:{self.port}{serve.path}",
+            self.url,
             self.front.toolkit,
             failed={name: f"{e.reason}: {e.message}" for name, e in self.failed.items()},
         )
@@ -566,7 +592,7 @@ class Gateway:
 
     # HTTP.
 
-    def _app(self, front: ToolkitServer) -> Starlette:
+    def _app(self, front: ToolkitServer, *, authenticator: Authenticator | None) -> Starlette:
         serve = self.config.serve
         # The operator's routes are added to the front's app, behind its Host and Origin check.
         app = front.streamable_http_app(
@@ -574,6 +600,7 @@ class Gateway:
             host=serve.host,
             max_sessions=serve.max_sessions,
             session_idle_timeout=serve.session_idle_timeout,
+            authenticator=authenticator,
         )
 
         async def healthz(request: Request) -> Response:
