@@ -44,6 +44,7 @@ def gateway_process(upstream: int) -> Iterator[int]:
         config.write_text(
             f'[[sources]]\nname = "bench"\nmcp = "http://127.0.0.1:{upstream}/mcp"\n'
             f'[policy]\nallow = ["bench__*"]\n[serve]\nport = {port}\n'
+            '[auth]\ntype = "none"\n'
         )
         with running(
             [sys.executable, "-m", "amends_toolkit", "serve", str(config)],

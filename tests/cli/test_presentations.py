@@ -46,6 +46,9 @@ block = ["grower__grow"]
 [serve]
 port = 0
 presentation = "{presentation}"
+
+[auth]
+type = "none"
 """
     )
     gateway = Gateway(load_config(config), output=Output())

@@ -3,7 +3,13 @@
 Every source runs as an actor of one :class:`~amends_toolkit.Runtime`; the toolkit assembled
 from their catalogs under the ``[policy]`` (and presented as ``[serve] presentation`` says) is
 served over Streamable HTTP by :func:`amends_toolkit.adapters.mcp_server`, both eras on one
-endpoint, each call in a session of its own. Beside it: ``/healthz`` and ``/metrics``.
+endpoint, each call in a session of its own. Beside it: ``/healthz`` (open to all) and
+``/metrics`` (behind ``[serve] metrics_key`` when given).
+
+Every request to the endpoint is asked who its caller is, as ``[auth]`` says (``cli/_auth.py``);
+a session is its caller's alone, and each call's log line names its caller. Every route is
+behind a Host and Origin check, whatever the host: its own names, loopback's, and
+``[serve] allowed_hosts`` and ``allowed_origins``.
 
 The catalog is refreshed on SIGHUP, every ``refresh_interval`` seconds if given, and when a
 source says its tools changed; then the gateway's own clients are told (a session's standalone
@@ -28,9 +34,11 @@ from typing import TYPE_CHECKING, Any, cast
 
 import anyio
 import attrs
+import httpx
 import mcp_types as types
 import uvicorn
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
+from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.responses import JSONResponse, Response
@@ -40,7 +48,17 @@ from amends_toolkit import adapters
 from amends_toolkit._errors import Failure, NameClash, ToolSourceError
 from amends_toolkit._log import get_logger
 from amends_toolkit._peer import cut
-from amends_toolkit.adapters import caller_of
+from amends_toolkit.adapters import Refused, caller_of
+from amends_toolkit.cli._auth import (
+    CHALLENGE,
+    KeyAuthenticator,
+    OpenAuthenticator,
+    bearer,
+    expand_key,
+    key_named,
+    required_auth,
+)
+from amends_toolkit.cli._config import is_loopback
 from amends_toolkit.cli._connections import FILES_RESERVED, raise_open_files, timed_protocol
 from amends_toolkit.cli._metrics import GatewayMetrics
 from amends_toolkit.cli._pinning import SessionPinning
@@ -59,18 +77,20 @@ from amends_toolkit.runtime import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Callable, Generator
+    from collections.abc import AsyncIterator, Callable, Generator, Sequence
 
     from anyio.abc import TaskGroup, TaskStatus
     from mcp.server.context import ServerRequestContext
     from mcp.server.session import ServerSession
     from starlette.applications import Starlette
     from starlette.requests import Request
+    from starlette.routing import BaseRoute
 
     from amends_toolkit._definitions import Decision, ToolDefinition
     from amends_toolkit._json import JsonObject, JsonValue
+    from amends_toolkit.adapters import Authenticator, Caller
     from amends_toolkit.adapters.mcp_front import ToolkitServer
-    from amends_toolkit.cli._config import GatewayConfig
+    from amends_toolkit.cli._config import AuthConfig, GatewayConfig, ServeConfig
     from amends_toolkit.cli._output import Output
     from amends_toolkit.presentations import CodeRuntime
 
@@ -86,6 +106,9 @@ MAX_CLASHING_SHOWN = 5
 """Tools a clash's warning lists for one name."""
 MAX_TOOL_NAME_SHOWN = 100
 """The most characters of an upstream's tool name a warning shows."""
+MAX_CALLER_SHOWN = 100
+"""The most characters of a caller's name (a token's ``sub``) a log line shows."""
+_LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
 
 
 @attrs.define
@@ -145,6 +168,21 @@ class Gateway:
     async def run(self, *, task_status: TaskStatus[int] = anyio.TASK_STATUS_IGNORED) -> None:
         """Start every source, discover, serve; return once stopped by SIGINT or SIGTERM."""
         serve = self.config.serve
+        auth = required_auth(self.config)
+        # Keys are read at start, before any source does work: a missing or short one stops it.
+        authenticator = self._local_authenticator(auth)
+        metrics_key = (
+            None
+            if serve.metrics_key is None
+            else {
+                "metrics": expand_key(
+                    serve.metrics_key,
+                    what="[serve] metrics_key",
+                    path=self.config.path,
+                    environ=None,
+                ).encode()
+            }
+        )
         async with AsyncExitStack() as stack:
             # Taken from the start: a signal while the sources start is handled once serving.
             received = stack.enter_context(
@@ -179,7 +217,12 @@ class Gateway:
             )
             self._served = self._signature(self.front.toolkit)
             self._instrument(self.front)
-            app = self._app(self.front)
+            listening = _listen(serve.host, serve.port)
+            port = listening.getsockname()[1]
+            if authenticator is None:
+                resource = f"http://{serve.host}:{port}{serve.path}"
+                authenticator = self._oauth_authenticator(auth, resource=resource, stack=stack)
+            app = self._app(self.front, _Audited(authenticator, auth.type), metrics_key)
             served_app: Any = app
             if serve.replicas is not None and serve.replica is not None:
                 served_app = SessionPinning(app, replica=serve.replica, replicas=serve.replicas)
@@ -210,7 +253,6 @@ class Gateway:
                 )
             )
             self.server = server
-            listening = _listen(serve.host, serve.port)
             served = anyio.Event()
 
             async def serve_http() -> None:
@@ -223,7 +265,7 @@ class Gateway:
                 tasks.start_soon(serve_http)
                 while not server.started and not served.is_set():  # noqa: ASYNC110 - uvicorn offers no event
                     await anyio.sleep(0.01)
-                self.port = listening.getsockname()[1]
+                self.port = port
                 self._report_ready()
                 task_status.started(self.port)
                 tasks.start_soon(self._refreshes)
@@ -232,9 +274,41 @@ class Gateway:
                 tasks.cancel_scope.cancel()
         _log.info("gateway.stopped")
 
+    def _local_authenticator(self, auth: AuthConfig) -> Authenticator | None:
+        """The authenticator of ``type = "keys"`` or ``"none"``; none for ``"oauth"``, whose
+        resource is the gateway's URL, known once it listens (``_oauth_authenticator``).
+
+        Raises:
+            ConfigError: a key's variable is not set, or a key is too short.
+        """
+        if auth.type == "keys":
+            return KeyAuthenticator.from_config(auth, path=self.config.path)
+        if auth.type == "none":
+            return OpenAuthenticator()
+        return None
+
+    def _oauth_authenticator(
+        self, auth: AuthConfig, *, resource: str, stack: AsyncExitStack
+    ) -> Authenticator:
+        """``type = "oauth"``: the gateway as an OAuth protected resource at ``resource``, with
+        one HTTP client for the issuer's metadata and keys, closed when the gateway stops."""
+        from amends_toolkit.cli._oauth_resource import (  # type: ignore[import-not-found]
+            OAuthResource,
+        )
+
+        client = httpx.AsyncClient()
+        stack.push_async_callback(client.aclose)
+        return cast(
+            "Authenticator", OAuthResource.from_config(auth, resource=resource, client=client)
+        )
+
     def _report_ready(self) -> None:
         assert self.front is not None
         serve = self.config.serve
+        if self.config.auth is not None and self.config.auth.type == "none":
+            self.output.note(
+                '[auth] type = "none": anyone on this machine can call every tool served'
+            )
         self.output.served(
             f"http://{serve.host}:{self.port}{serve.path}",
             self.front.toolkit,
@@ -471,6 +545,7 @@ class Gateway:
             started = time.perf_counter()
             # A metric's label names a tool served, never a client's text.
             served = params.name in front.toolkit
+            caller = None if ctx.request is None else caller_of(cast("Request", ctx.request).scope)
             outcome = "cancelled"
             try:
                 with calling_as(_caller(ctx)):
@@ -510,6 +585,7 @@ class Gateway:
                     era="session"
                     if ctx.protocol_version in HANDSHAKE_PROTOCOL_VERSIONS
                     else "stateless",
+                    **_audited(caller),
                 )
 
         server.add_request_handler("tools/list", listing.params_type, listed)
@@ -533,14 +609,21 @@ class Gateway:
 
     # HTTP.
 
-    def _app(self, front: ToolkitServer) -> Starlette:
+    def _app(
+        self,
+        front: ToolkitServer,
+        authenticator: Authenticator,
+        metrics_key: dict[str, bytes] | None,
+    ) -> Starlette:
         serve = self.config.serve
         # The operator's routes are added to the front's app, behind its Host and Origin check.
         app = front.streamable_http_app(
             path=serve.path,
             host=serve.host,
+            transport_security=_transport_security(serve),
             max_sessions=serve.max_sessions,
             session_idle_timeout=serve.session_idle_timeout,
+            authenticator=authenticator,
         )
 
         async def healthz(request: Request) -> Response:
@@ -556,12 +639,76 @@ class Gateway:
             return JSONResponse(body, status_code=200 if ready else 503)
 
         async def metrics(request: Request) -> Response:
+            if metrics_key is not None:
+                presented = bearer(request.headers)
+                if presented is None or key_named(presented, metrics_key) is None:
+                    reason = "no_credential" if presented is None else "bad_key"
+                    _log.info("gateway.refused", reason=reason, status=401, kind="metrics_key")
+                    return JSONResponse(
+                        {"error": reason, "error_description": "/metrics needs its key."},
+                        status_code=401,
+                        headers=CHALLENGE,
+                    )
             return Response(
                 self.metrics.exposition(), media_type="text/plain; version=0.0.4; charset=utf-8"
             )
 
         app.router.routes.extend([Route("/healthz", healthz), Route("/metrics", metrics)])
         return app
+
+
+class _Audited:
+    """An authenticator whose every refusal is logged, one ``gateway.refused`` line each: its
+    reason, status and the kind of authentication, never a credential nor an address."""
+
+    def __init__(self, authenticator: Authenticator, kind: str) -> None:
+        self._authenticator = authenticator
+        self._kind = kind
+
+    async def authenticate(self, request: Request) -> Caller:
+        try:
+            return await self._authenticator.authenticate(request)
+        except Refused as refused:
+            _log.info(
+                "gateway.refused", reason=refused.reason, status=refused.status, kind=self._kind
+            )
+            raise
+
+    def routes(self) -> Sequence[BaseRoute]:
+        return self._authenticator.routes()
+
+
+def _audited(caller: Caller | None) -> dict[str, str]:
+    """A call's log fields of its caller: its kind, and its name (a key's name, a token's
+    ``sub``, cut) and client, unless it is an address (``type = "none"``)."""
+    if caller is None:
+        return {}
+    fields = {"kind": caller.kind}
+    if caller.kind != "none":
+        fields["caller"] = cut(caller.name, MAX_CALLER_SHOWN)
+    if caller.client_id is not None:
+        fields["client"] = cut(caller.client_id, MAX_CALLER_SHOWN)
+    return fields
+
+
+def _transport_security(serve: ServeConfig) -> TransportSecuritySettings:
+    """The Host and Origin check, on whatever the host: the host's own name (unless it is
+    every address, ``0.0.0.0`` or ``::``), loopback's, and ``allowed_hosts`` and
+    ``allowed_origins``. A name is let in with any port and without one (a proxy on the
+    scheme's port sends none)."""
+    names = [*_LOOPBACK_HOSTS]
+    if serve.host not in ("0.0.0.0", "::") and not is_loopback(serve.host):
+        names.append(f"[{serve.host}]" if ":" in serve.host else serve.host)
+    hosts = [form for name in names for form in (name, f"{name}:*")]
+    for host in serve.allowed_hosts:
+        hosts.extend((host, f"{host}:*") if ":" not in host.rsplit("]", 1)[-1] else (host,))
+    origins = [f"{scheme}://{name}{port}" for name in names for scheme in ("http", "https")
+               for port in ("", ":*")]  # fmt: skip
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=hosts,
+        allowed_origins=[*origins, *serve.allowed_origins],
+    )
 
 
 def _caller(ctx: ServerRequestContext[Any]) -> str | None:
