@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import shutil
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Iterator
@@ -258,3 +259,57 @@ def test_a_short_or_unset_key_stops_the_start_naming_the_key_never_its_value(
         config(tmp_path, KEYS, metrics_key="${METRICS_KEY}"), {**ENV, "METRICS_KEY": short}
     )
     assert "metrics_key is shorter than 32 characters" in metrics
+
+
+INSPECTOR = "@modelcontextprotocol/inspector@2.12.0"
+"""The MCP Inspector pinned, installed once into ``.inspector/`` (git-ignored) by npm."""
+
+
+@pytest.fixture(scope="module")
+def inspector() -> Path:
+    """The Inspector's command, installed with npm unless it is there; the test is skipped only
+    when npm is missing or cannot install it (no network)."""
+    prefix = Path(__file__).resolve().parents[2] / ".inspector"
+    command = prefix / "node_modules" / ".bin" / "inspector"
+    stamp = prefix / f".installed-{INSPECTOR.rsplit('@', 1)[1]}"
+    if not stamp.exists():
+        if shutil.which("npm") is None:
+            pytest.skip("npm is not installed: the MCP Inspector CLI comes from npm")
+        done = subprocess.run(
+            ["npm", "install", "--no-audit", "--no-fund", "--loglevel=error", "--prefix",
+             str(prefix), INSPECTOR],
+            capture_output=True, text=True, timeout=600, check=False,
+        )  # fmt: skip
+        if done.returncode != 0:
+            pytest.skip(f"npm could not install {INSPECTOR}: {done.stderr.strip()[-300:]}")
+        stamp.touch()
+    return command
+
+
+def inspect(command: Path, url: str, *args: str, key: str | None = None) -> dict[str, Any]:
+    """What the Inspector's CLI prints (JSON) for one method, or a failure's status."""
+    header = () if key is None else ("--header", f"Authorization: Bearer {key}")
+    done = subprocess.run(
+        [str(command), "--cli", url, "--transport", "http", *header, *args],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    if done.returncode != 0:
+        return {"failed": done.returncode, "said": done.stdout + done.stderr}
+    answer: dict[str, Any] = json.loads(done.stdout)
+    return answer
+
+
+def test_the_mcp_inspector_cli_connects_with_a_key(
+    gateway: GatewayProcess, inspector: Path
+) -> None:
+    url = gateway.wait_ready()
+    listed = inspect(inspector, url, "--method", "tools/list", key=ALICE)
+    assert "grower__add" in {tool["name"] for tool in listed["tools"]}, listed
+    called = inspect(
+        inspector, url, "--method", "tools/call", "--tool-name", "grower__add",
+        "--tool-arg", "a=2", "b=3", key=ALICE,
+    )  # fmt: skip
+    assert called["content"][0]["text"] == '{"result": 5}', called
+    # Without the key, the gateway's 401 leads the Inspector to OAuth, which it cannot do here.
+    assert "auth_required" in inspect(inspector, url, "--method", "tools/list").get("said", "")
+    assert calls(gateway)[-1]["caller"] == "alice"
