@@ -713,14 +713,15 @@ def _transport_security(serve: ServeConfig) -> TransportSecuritySettings:
 
 def _caller(ctx: ServerRequestContext[Any]) -> str | None:
     """Who makes a request, for each source's share of calls per caller: the caller the front's
-    authenticator established; without one, a session's client by its ``Mcp-Session-Id`` (the
-    SDK answers 404 to one it did not give out), any other client by its address (every
-    stateless client behind one proxy has the proxy's address, and so shares one share)."""
+    authenticator established; without one, or for ``type = "none"`` (where every client on
+    this machine has one address), a session's client by its ``Mcp-Session-Id`` (the SDK
+    answers 404 to one it did not give out), any other client by its address (every stateless
+    client behind one proxy has the proxy's address, and so shares one share)."""
     request = cast("Request | None", ctx.request)
     if request is None:
         return None
     caller = caller_of(request.scope)
-    if caller is not None:
+    if caller is not None and caller.kind != "none":
         return caller.id
     if ctx.protocol_version in HANDSHAKE_PROTOCOL_VERSIONS:
         session = request.headers.get("mcp-session-id")
