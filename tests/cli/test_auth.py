@@ -129,10 +129,12 @@ async def test_a_callers_key_lists_and_calls_and_the_audit_line_names_it(
 @pytest.mark.parametrize(
     ("authorization", "reason"),
     [
-        (None, "no_credential"),
-        ("Bearer " + ALICE[:-1] + ("A" if ALICE[-1] != "A" else "B"), "bad_key"),
-        ("Basic " + ALICE, "no_credential"),
-        ("Bearer", "no_credential"),
+        pytest.param(None, "no_credential", id="none"),
+        pytest.param(
+            "Bearer " + ALICE[:-1] + ("A" if ALICE[-1] != "A" else "B"), "bad_key", id="wrong"
+        ),
+        pytest.param("Basic " + ALICE, "no_credential", id="basic"),
+        pytest.param("Bearer", "no_credential", id="empty"),
     ],
 )
 async def test_no_key_or_a_wrong_one_is_401_with_a_challenge_and_no_tool_runs(
