@@ -31,9 +31,7 @@ __all__ = (
     "MIN_KEY_LENGTH",
     "KeyAuthenticator",
     "OpenAuthenticator",
-    "bearer",
     "expand_key",
-    "key_named",
     "required_auth",
 )
 
@@ -60,7 +58,9 @@ def required_auth(config: GatewayConfig) -> AuthConfig:
     return config.auth
 
 
-def expand_key(template: str, *, what: str, path: Path, environ: Mapping[str, str] | None) -> str:
+def expand_key(
+    template: str, *, what: str, path: Path, environ: Mapping[str, str] | None = None
+) -> str:
     """A key's value from its template (``${VAR}``) and the environment.
 
     Raises:
@@ -81,14 +81,14 @@ def expand_key(template: str, *, what: str, path: Path, environ: Mapping[str, st
     return key
 
 
-def bearer(headers: Headers) -> str | None:
+def _bearer(headers: Headers) -> str | None:
     """The credential of ``Authorization: Bearer <credential>`` (the scheme in any case)."""
     scheme, _, credential = headers.get("authorization", "").partition(" ")
     credential = credential.strip()
     return credential if scheme.lower() == "bearer" and credential else None
 
 
-def key_named(presented: str, keys: Mapping[str, bytes]) -> str | None:
+def _key_named(presented: str, keys: Mapping[str, bytes]) -> str | None:
     """The name of the key presented, compared in constant time with every key (no early exit,
     so the time taken does not say which key, or how much of one, matched)."""
     given = presented.encode()
@@ -132,7 +132,7 @@ class KeyAuthenticator:
         Raises:
             Refused: 401 with ``WWW-Authenticate`` for no Bearer credential or an unknown one.
         """
-        presented = bearer(request.headers)
+        presented = _bearer(request.headers)
         if presented is None:
             raise Refused(
                 401,
@@ -140,7 +140,7 @@ class KeyAuthenticator:
                 headers=CHALLENGE,
                 reason="no_credential",
             )
-        name = key_named(presented, self._keys)
+        name = _key_named(presented, self._keys)
         if name is None:
             raise Refused(
                 401, "The key is not one of this gateway's.", headers=CHALLENGE, reason="bad_key"

@@ -49,16 +49,7 @@ from amends_toolkit._errors import Failure, NameClash, ToolSourceError
 from amends_toolkit._log import get_logger
 from amends_toolkit._peer import cut
 from amends_toolkit.adapters import Refused, caller_of
-from amends_toolkit.cli._auth import (
-    CHALLENGE,
-    KeyAuthenticator,
-    OpenAuthenticator,
-    bearer,
-    expand_key,
-    key_named,
-    required_auth,
-)
-from amends_toolkit.cli._config import is_loopback
+from amends_toolkit.cli._auth import KeyAuthenticator, OpenAuthenticator, expand_key, required_auth
 from amends_toolkit.cli._connections import FILES_RESERVED, raise_open_files, timed_protocol
 from amends_toolkit.cli._metrics import GatewayMetrics
 from amends_toolkit.cli._pinning import SessionPinning
@@ -174,14 +165,16 @@ class Gateway:
         metrics_key = (
             None
             if serve.metrics_key is None
-            else {
-                "metrics": expand_key(
-                    serve.metrics_key,
-                    what="[serve] metrics_key",
-                    path=self.config.path,
-                    environ=None,
-                ).encode()
-            }
+            else _Audited(
+                KeyAuthenticator(
+                    {
+                        "metrics": expand_key(
+                            serve.metrics_key, what="[serve] metrics_key", path=self.config.path
+                        )
+                    }
+                ),
+                "metrics_key",
+            )
         )
         async with AsyncExitStack() as stack:
             # Taken from the start: a signal while the sources start is handled once serving.
@@ -218,6 +211,7 @@ class Gateway:
             self._served = self._signature(self.front.toolkit)
             self._instrument(self.front)
             listening = _listen(serve.host, serve.port)
+            stack.callback(listening.close)
             port = listening.getsockname()[1]
             if authenticator is None:
                 resource = f"http://{serve.host}:{port}{serve.path}"
@@ -613,7 +607,7 @@ class Gateway:
         self,
         front: ToolkitServer,
         authenticator: Authenticator,
-        metrics_key: dict[str, bytes] | None,
+        metrics_key: Authenticator | None,
     ) -> Starlette:
         serve = self.config.serve
         # The operator's routes are added to the front's app, behind its Host and Origin check.
@@ -640,14 +634,13 @@ class Gateway:
 
         async def metrics(request: Request) -> Response:
             if metrics_key is not None:
-                presented = bearer(request.headers)
-                if presented is None or key_named(presented, metrics_key) is None:
-                    reason = "no_credential" if presented is None else "bad_key"
-                    _log.info("gateway.refused", reason=reason, status=401, kind="metrics_key")
+                try:
+                    await metrics_key.authenticate(request)
+                except Refused as refused:
                     return JSONResponse(
-                        {"error": reason, "error_description": "/metrics needs its key."},
-                        status_code=401,
-                        headers=CHALLENGE,
+                        {"error": refused.reason, "error_description": refused.message},
+                        status_code=refused.status,
+                        headers=dict(refused.headers),
                     )
             return Response(
                 self.metrics.exposition(), media_type="text/plain; version=0.0.4; charset=utf-8"
@@ -697,8 +690,9 @@ def _transport_security(serve: ServeConfig) -> TransportSecuritySettings:
     ``allowed_origins``. A name is let in with any port and without one (a proxy on the
     scheme's port sends none)."""
     names = [*_LOOPBACK_HOSTS]
-    if serve.host not in ("0.0.0.0", "::") and not is_loopback(serve.host):
-        names.append(f"[{serve.host}]" if ":" in serve.host else serve.host)
+    own = f"[{serve.host}]" if ":" in serve.host else serve.host
+    if serve.host not in ("0.0.0.0", "::") and own not in names:
+        names.append(own)
     hosts = [form for name in names for form in (name, f"{name}:*")]
     for host in serve.allowed_hosts:
         hosts.extend((host, f"{host}:*") if ":" not in host.rsplit("]", 1)[-1] else (host,))
