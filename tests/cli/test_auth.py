@@ -220,6 +220,10 @@ async def test_a_foreign_host_or_origin_is_refused_on_every_address(tmp_path: Pa
             assert health.status_code == 421
         # Only the two calls let in ran (the proxied one and the plain one).
         assert [line["caller"] for line in calls(gateway)] == ["alice", "alice"]
+    refused = [(r["reason"], r["status"]) for r in gateway.events("gateway.refused")]
+    assert refused == [("foreign_host", 421), ("foreign_origin", 403)] * 2 + [("foreign_host", 421)]
+    # The SDK's check would have written the header's value: a caller's text, of any length.
+    assert [line for line in gateway.lines if "attacker" in line] == []
 
 
 async def test_none_serves_loopback_with_a_warning_and_names_no_address(tmp_path: Path) -> None:

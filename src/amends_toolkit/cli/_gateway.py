@@ -26,6 +26,7 @@ import contextlib
 import contextvars
 import itertools
 import json
+import logging
 import signal
 import socket
 import time
@@ -177,6 +178,9 @@ class Gateway:
             )
         )
         async with AsyncExitStack() as stack:
+            host_check = logging.getLogger("mcp.server.transport_security")
+            host_check.addFilter(_host_refused)
+            stack.callback(host_check.removeFilter, _host_refused)
             # Taken from the start: a signal while the sources start is handled once serving.
             received = stack.enter_context(
                 anyio.open_signal_receiver(signal.SIGHUP, signal.SIGINT, signal.SIGTERM)
@@ -669,6 +673,25 @@ class _Audited:
 
     def routes(self) -> Sequence[BaseRoute]:
         return self._authenticator.routes()
+
+
+_HOST_REFUSALS = (
+    ("Invalid Host header", "foreign_host", 421),
+    ("Missing Host header", "no_host", 421),
+    ("Invalid Origin header", "foreign_origin", 403),
+)
+
+
+def _host_refused(record: logging.LogRecord) -> bool:
+    """A filter of the SDK's Host and Origin check's log, which writes the refused header's
+    value (a caller's text, of any length) in a warning: each refusal is logged instead as a
+    ``gateway.refused`` line that names no value."""
+    message = record.getMessage()
+    for prefix, reason, status in _HOST_REFUSALS:
+        if message.startswith(prefix):
+            _log.info("gateway.refused", reason=reason, status=status, kind="host_check")
+            return False
+    return True
 
 
 def _audited(caller: Caller | None) -> dict[str, str]:
