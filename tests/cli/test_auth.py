@@ -21,7 +21,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
-from .gateway import SRC, GatewayProcess
+from .gateway import SRC, GatewayProcess, eventually
 from .test_gateway import text
 from .test_gateway_requests import CALL, MODERN, post
 from .test_gateway_sessions import HEADERS, INITIALIZE, UPSTREAM, ping
@@ -97,6 +97,15 @@ def calls(gateway: GatewayProcess) -> list[dict[str, Any]]:
     return gateway.events("gateway.call")
 
 
+async def logged(
+    gateway: GatewayProcess, event: str, since: int, count: int
+) -> list[dict[str, Any]]:
+    """An event's lines after its first ``since``, once ``count`` more have come (a thread reads
+    the gateway's stderr: a line written before an answer may be read after it)."""
+    await eventually(lambda: len(gateway.events(event)) >= since + count)
+    return gateway.events(event)[since:]
+
+
 def secrets_shown(gateway: GatewayProcess) -> list[str]:
     return [line for line in gateway.lines if any(k in line for k in (ALICE, BOB, METRICS))]
 
@@ -118,7 +127,7 @@ async def test_a_callers_key_lists_and_calls_and_the_audit_line_names_it(
         assert "grower__add" in {tool.name for tool in (await alice.list_tools()).tools}
         assert text(await alice.call_tool("grower__add", {"a": 2, "b": 3})) == '{"result": 5}'
         assert text(await bob.call_tool("grower__add", {"a": 1, "b": 1})) == '{"result": 2}'
-    lines = calls(gateway)[before:]
+    lines = await logged(gateway, "gateway.call", before, 2)
     assert [(line["caller"], line["kind"]) for line in lines] == [
         ("alice", "keys"),
         ("bob", "keys"),
@@ -148,8 +157,8 @@ async def test_no_key_or_a_wrong_one_is_401_with_a_challenge_and_no_tool_runs(
         assert answer.status_code == 401
         assert answer.headers["www-authenticate"] == 'Bearer realm="amends-toolkit"'
         assert answer.json()["error"] == reason
+    refused = await logged(gateway, "gateway.refused", before_refused, 2)
     assert len(calls(gateway)) == before_calls
-    refused = gateway.events("gateway.refused")[before_refused:]
     assert [(r["reason"], r["status"], r["kind"]) for r in refused] == [(reason, 401, "keys")] * 2
     assert secrets_shown(gateway) == []
 
@@ -179,7 +188,7 @@ async def test_healthz_is_open_and_metrics_asks_for_its_key(gateway: GatewayProc
         right = await http.get(f"{base}/metrics", headers={"authorization": f"Bearer {METRICS}"})
         assert right.status_code == 200
         assert "amends_gateway" in right.text
-    refused = gateway.events("gateway.refused")[before:]
+    refused = await logged(gateway, "gateway.refused", before, 2)
     assert [(r["reason"], r["kind"]) for r in refused] == [
         ("no_credential", "metrics_key"),
         ("bad_key", "metrics_key"),
@@ -218,8 +227,8 @@ async def test_a_foreign_host_or_origin_is_refused_on_every_address(tmp_path: Pa
                 f"http://127.0.0.1:{port}/healthz", headers={"host": "attacker.example"}
             )
             assert health.status_code == 421
-        # Only the two calls let in ran (the proxied one and the plain one).
-        assert [line["caller"] for line in calls(gateway)] == ["alice", "alice"]
+    # Stopped: every line is read. Only the two calls let in ran (the proxied one, the plain one).
+    assert [line["caller"] for line in calls(gateway)] == ["alice", "alice"]
     refused = [(r["reason"], r["status"]) for r in gateway.events("gateway.refused")]
     assert refused == [("foreign_host", 421), ("foreign_origin", 403)] * 2 + [("foreign_host", 421)]
     # The SDK's check would have written the header's value: a caller's text, of any length.
@@ -234,9 +243,9 @@ async def test_none_serves_loopback_with_a_warning_and_names_no_address(tmp_path
             assert text(await client.call_tool("grower__add", {"a": 1, "b": 2})) == '{"result": 3}'
         async with httpx.AsyncClient(headers={"host": "attacker.example"}) as http:
             assert await ping(http, url, "any") == 421
-        [line] = calls(gateway)
-        assert line["kind"] == "none"
-        assert "caller" not in line
+    [line] = calls(gateway)
+    assert line["kind"] == "none"
+    assert "caller" not in line
 
 
 def test_none_on_a_host_other_than_loopback_does_not_start(tmp_path: Path) -> None:
@@ -305,10 +314,11 @@ def inspect(command: Path, url: str, *args: str, key: str | None = None) -> dict
     return answer
 
 
-def test_the_mcp_inspector_cli_connects_with_a_key(
+async def test_the_mcp_inspector_cli_connects_with_a_key(
     gateway: GatewayProcess, inspector: Path
 ) -> None:
     url = gateway.wait_ready()
+    before = len(calls(gateway))
     listed = inspect(inspector, url, "--method", "tools/list", key=ALICE)
     assert "grower__add" in {tool["name"] for tool in listed["tools"]}, listed
     called = inspect(
@@ -318,4 +328,6 @@ def test_the_mcp_inspector_cli_connects_with_a_key(
     assert called["content"][0]["text"] == '{"result": 5}', called
     # Without the key, the gateway's 401 leads the Inspector to OAuth, which it cannot do here.
     assert "auth_required" in inspect(inspector, url, "--method", "tools/list").get("said", "")
-    assert calls(gateway)[-1]["caller"] == "alice"
+    assert [line["caller"] for line in await logged(gateway, "gateway.call", before, 1)] == [
+        "alice"
+    ]

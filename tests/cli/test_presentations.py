@@ -109,6 +109,9 @@ allow = ["grower__*"]
 [serve]
 port = 0
 presentation = "search"
+
+[auth]
+type = "none"
 """
     )
     # distinct words of letters, all but the first no tool's, up to the longest query
