@@ -193,11 +193,12 @@ class AuthConfig:
 
     type: Literal["oauth", "keys", "none"]
     issuer: str | None = None
-    """oauth: the authorization server (https, or http on a loopback address)."""
+    """oauth: the authorization server's issuer identifier (https, or http on a loopback
+    address); its metadata gives the JWKS."""
     audience: str | None = None
-    """oauth: the gateway as a resource; none given: the gateway's own URL."""
+    """oauth: this gateway as a resource (RFC 8707); ``None``: the gateway's own URL."""
     scopes: tuple[str, ...] = ()
-    """oauth: scopes every token must carry."""
+    """oauth: scopes required on every token."""
     keys: Mapping[str, str] = attrs.field(factory=dict)
     """keys: a key's name to its template (``${VAR}``), expanded from the environment at start."""
 

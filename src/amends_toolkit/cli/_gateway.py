@@ -51,6 +51,7 @@ from amends_toolkit._log import get_logger
 from amends_toolkit._peer import cut
 from amends_toolkit.adapters import Refused, caller_of
 from amends_toolkit.cli._auth import KeyAuthenticator, OpenAuthenticator, expand_key, required_auth
+from amends_toolkit.cli._config import ConfigError
 from amends_toolkit.cli._connections import FILES_RESERVED, raise_open_files, timed_protocol
 from amends_toolkit.cli._metrics import GatewayMetrics
 from amends_toolkit.cli._pinning import SessionPinning
@@ -214,12 +215,12 @@ class Gateway:
             )
             self._served = self._signature(self.front.toolkit)
             self._instrument(self.front)
+            # Bound before the app is built: the port is part of the resource OAuth names.
             listening = _listen(serve.host, serve.port)
             stack.callback(listening.close)
-            port = listening.getsockname()[1]
+            self.port = listening.getsockname()[1]
             if authenticator is None:
-                resource = f"http://{serve.host}:{port}{serve.path}"
-                authenticator = self._oauth_authenticator(auth, resource=resource, stack=stack)
+                authenticator = self._oauth_authenticator(auth, stack)
             app = self._app(self.front, _Audited(authenticator, auth.type), metrics_key)
             served_app: Any = app
             if serve.replicas is not None and serve.replica is not None:
@@ -263,7 +264,6 @@ class Gateway:
                 tasks.start_soon(serve_http)
                 while not server.started and not served.is_set():  # noqa: ASYNC110 - uvicorn offers no event
                     await anyio.sleep(0.01)
-                self.port = port
                 self._report_ready()
                 task_status.started(self.port)
                 tasks.start_soon(self._refreshes)
@@ -285,30 +285,34 @@ class Gateway:
             return OpenAuthenticator()
         return None
 
-    def _oauth_authenticator(
-        self, auth: AuthConfig, *, resource: str, stack: AsyncExitStack
-    ) -> Authenticator:
-        """``type = "oauth"``: the gateway as an OAuth protected resource at ``resource``, with
-        one HTTP client for the issuer's metadata and keys, closed when the gateway stops."""
-        from amends_toolkit.cli._oauth_resource import (  # type: ignore[import-not-found]
-            OAuthResource,
-        )
+    @property
+    def url(self) -> str:
+        """The MCP endpoint's URL, once the gateway listens."""
+        serve = self.config.serve
+        host = f"[{serve.host}]" if ":" in serve.host else serve.host
+        return f"http://{host}:{self.port}{serve.path}"
 
-        client = httpx.AsyncClient()
+    def _oauth_authenticator(self, auth: AuthConfig, stack: AsyncExitStack) -> Authenticator:
+        """``type = "oauth"``: the gateway as an OAuth protected resource at its own URL, with
+        one HTTP client for the issuer's metadata and keys, closed when the gateway stops."""
+        # Here, not at the top: PyJWT and its cryptography are needed by oauth alone.
+        from amends_toolkit.cli._oauth_resource import FETCH_TIMEOUT, OAuthResource
+
+        client = httpx.AsyncClient(timeout=FETCH_TIMEOUT, follow_redirects=False)
         stack.push_async_callback(client.aclose)
-        return cast(
-            "Authenticator", OAuthResource.from_config(auth, resource=resource, client=client)
-        )
+        try:
+            return OAuthResource.from_config(auth, resource=self.url, client=client)
+        except ValueError as error:
+            raise ConfigError(f"{self.config.path}: [auth] {error}") from None
 
     def _report_ready(self) -> None:
         assert self.front is not None
-        serve = self.config.serve
         if self.config.auth is not None and self.config.auth.type == "none":
             self.output.note(
                 '[auth] type = "none": anyone on this machine can call every tool served'
             )
         self.output.served(
-            f"http://{serve.host}:{self.port}{serve.path}",
+            self.url,
             self.front.toolkit,
             failed={name: f"{e.reason}: {e.message}" for name, e in self.failed.items()},
         )
