@@ -299,7 +299,7 @@ def test_the_startup_note_of_unnamed_tools_is_bounded_and_says_where_all_are(
     config = tmp_path / "gateway.toml"
     config.write_text(
         '[[sources]]\nname = "many"\nopenapi = "many.json"\nbase_url = "http://127.0.0.1:1"\n\n'
-        '[policy]\nallow = ["many__op_00"]\n'
+        '[policy]\nallow = ["many__op_00"]\n\n[auth]\ntype = "none"\n'
     )
     gateway = GatewayProcess(config)
     try:
@@ -322,7 +322,7 @@ async def test_serve_presentation_overrides_the_configs(tmp_path: Path) -> None:
     config = tmp_path / "gateway.toml"
     config.write_text(
         '[[sources]]\nname = "many"\nopenapi = "many.json"\nbase_url = "http://127.0.0.1:1"\n\n'
-        '[policy]\nallow = ["many__*"]\n\n[serve]\npresentation = "tools"\n'
+        '[policy]\nallow = ["many__*"]\n\n[serve]\npresentation = "tools"\n\n[auth]\ntype = "none"\n'
     )
     gateway = GatewayProcess(config, "--presentation", "search")
     try:

@@ -39,6 +39,9 @@ env = {{ PYTHONPATH = {json.dumps(os.pathsep.join(sys.path))} }}
 
 [policy]
 allow = ["grower__*"]
+
+[auth]
+type = "none"
 """
     )
     return path

@@ -34,7 +34,7 @@ def write_config(directory: Path, **ports: int) -> Path:
             f'[[sources]]\nname = "{name}"\nmcp = "http://127.0.0.1:{port}/mcp"\ntimeout = 5\n\n'
             for name, port in ports.items()
         )
-        + '[policy]\nallow = ["*__list_tasks"]\n'
+        + '[policy]\nallow = ["*__list_tasks"]\n\n[auth]\ntype = "none"\n'
     )
     return config
 

@@ -56,6 +56,9 @@ allow = ["grower__*"]
 
 [serve]
 {options}
+
+[auth]
+type = "none"
 """
     )
     return config

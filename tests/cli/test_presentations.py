@@ -53,6 +53,9 @@ block = ["grower__grow"]
 [serve]
 port = 0
 presentation = "{presentation}"
+
+[auth]
+type = "none"
 """
     )
     gateway = Gateway(load_config(config), output=Output())
@@ -106,6 +109,9 @@ allow = ["grower__*"]
 [serve]
 port = 0
 presentation = "search"
+
+[auth]
+type = "none"
 """
     )
     # distinct words of letters, all but the first no tool's, up to the longest query

@@ -3,7 +3,13 @@
 Every source runs as an actor of one :class:`~amends_toolkit.Runtime`; the toolkit assembled
 from their catalogs under the ``[policy]`` (and presented as ``[serve] presentation`` says) is
 served over Streamable HTTP by :func:`amends_toolkit.adapters.mcp_server`, both eras on one
-endpoint, each call in a session of its own. Beside it: ``/healthz`` and ``/metrics``.
+endpoint, each call in a session of its own. Beside it: ``/healthz`` (open to all) and
+``/metrics`` (behind ``[serve] metrics_key`` when given).
+
+Every request to the endpoint is asked who its caller is, as ``[auth]`` says (``cli/_auth.py``);
+a session is its caller's alone, and each call's log line names its caller. Every route is
+behind a Host and Origin check, whatever the host: its own names, loopback's, and
+``[serve] allowed_hosts`` and ``allowed_origins``.
 
 The catalog is refreshed on SIGHUP, every ``refresh_interval`` seconds if given, and when a
 source says its tools changed; then the gateway's own clients are told (a session's standalone
@@ -24,6 +30,7 @@ import contextlib
 import contextvars
 import itertools
 import json
+import logging
 import os
 import signal
 import socket
@@ -37,6 +44,7 @@ import httpx
 import mcp_types as types
 import uvicorn
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
+from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.responses import JSONResponse, Response
@@ -46,7 +54,8 @@ from amends_toolkit import adapters
 from amends_toolkit._errors import Failure, NameClash, ToolSourceError
 from amends_toolkit._log import get_logger
 from amends_toolkit._peer import cut
-from amends_toolkit.adapters import caller_of
+from amends_toolkit.adapters import Refused, caller_of
+from amends_toolkit.cli._auth import KeyAuthenticator, OpenAuthenticator, expand_key, required_auth
 from amends_toolkit.cli._config import ConfigError
 from amends_toolkit.cli._connections import FILES_RESERVED, raise_open_files, timed_protocol
 from amends_toolkit.cli._metrics import GatewayMetrics
@@ -67,19 +76,20 @@ from amends_toolkit.runtime import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Callable, Generator
+    from collections.abc import AsyncIterator, Callable, Generator, Sequence
 
     from anyio.abc import TaskGroup, TaskStatus
     from mcp.server.context import ServerRequestContext
     from mcp.server.session import ServerSession
     from starlette.applications import Starlette
     from starlette.requests import Request
+    from starlette.routing import BaseRoute
 
     from amends_toolkit._definitions import Decision, ToolDefinition
     from amends_toolkit._json import JsonObject, JsonValue
-    from amends_toolkit.adapters import Authenticator
+    from amends_toolkit.adapters import Authenticator, Caller
     from amends_toolkit.adapters.mcp_front import ToolkitServer
-    from amends_toolkit.cli._config import GatewayConfig
+    from amends_toolkit.cli._config import AuthConfig, GatewayConfig, ServeConfig
     from amends_toolkit.cli._output import Output
     from amends_toolkit.presentations import CodeRuntime
 
@@ -97,6 +107,9 @@ MAX_TOOL_NAME_SHOWN = 100
 """The most characters of an upstream's tool name a warning shows."""
 MAX_UNNAMED_SHOWN = 10
 """Tools the note of those no pattern names lists (it counts them all; the log lists them all)."""
+MAX_CALLER_SHOWN = 100
+"""The most characters of a caller's name (a token's ``sub``) a log line shows."""
+_LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
 
 
 @attrs.define
@@ -161,7 +174,27 @@ class Gateway:
         # Before the receiver replaces it: SIGHUP ignored (nohup) means "outlive the terminal".
         self._hangup_stops = signal.getsignal(signal.SIGHUP) != signal.SIG_IGN and has_terminal()
         self._on_terminal = tuple(fd for fd in (0, 1, 2) if os.isatty(fd))
+        auth = required_auth(self.config)
+        # Keys are read at start, before any source does work: a missing or short one stops it.
+        authenticator = self._local_authenticator(auth)
+        metrics_key = (
+            None
+            if serve.metrics_key is None
+            else _Audited(
+                KeyAuthenticator(
+                    {
+                        "metrics": expand_key(
+                            serve.metrics_key, what="[serve] metrics_key", path=self.config.path
+                        )
+                    }
+                ),
+                "metrics_key",
+            )
+        )
         async with AsyncExitStack() as stack:
+            host_check = logging.getLogger("mcp.server.transport_security")
+            host_check.addFilter(_host_refused)
+            stack.callback(host_check.removeFilter, _host_refused)
             # Taken from the start: a signal while the sources start is handled once serving.
             received = stack.enter_context(
                 anyio.open_signal_receiver(signal.SIGHUP, signal.SIGINT, signal.SIGTERM)
@@ -199,7 +232,9 @@ class Gateway:
             listening = _listen(serve.host, serve.port)
             stack.callback(listening.close)
             self.port = listening.getsockname()[1]
-            app = self._app(self.front, authenticator=self._authenticator(stack))
+            if authenticator is None:
+                authenticator = self._oauth_authenticator(auth, stack)
+            app = self._app(self.front, _Audited(authenticator, auth.type), metrics_key)
             served_app: Any = app
             if serve.replicas is not None and serve.replica is not None:
                 served_app = SessionPinning(app, replica=serve.replica, replicas=serve.replicas)
@@ -250,6 +285,19 @@ class Gateway:
                 tasks.cancel_scope.cancel()
         _log.info("gateway.stopped")
 
+    def _local_authenticator(self, auth: AuthConfig) -> Authenticator | None:
+        """The authenticator of ``type = "keys"`` or ``"none"``; none for ``"oauth"``, whose
+        resource is the gateway's URL, known once it listens (``_oauth_authenticator``).
+
+        Raises:
+            ConfigError: a key's variable is not set, or a key is too short.
+        """
+        if auth.type == "keys":
+            return KeyAuthenticator.from_config(auth, path=self.config.path)
+        if auth.type == "none":
+            return OpenAuthenticator()
+        return None
+
     @property
     def url(self) -> str:
         """The MCP endpoint's URL, once the gateway listens."""
@@ -257,11 +305,9 @@ class Gateway:
         host = f"[{serve.host}]" if ":" in serve.host else serve.host
         return f"http://{host}:{self.port}{serve.path}"
 
-    def _authenticator(self, stack: AsyncExitStack) -> Authenticator | None:
-        """Who may call, as ``[auth]`` says."""
-        auth = self.config.auth
-        if auth is None or auth.type != "oauth":
-            return None
+    def _oauth_authenticator(self, auth: AuthConfig, stack: AsyncExitStack) -> Authenticator:
+        """``type = "oauth"``: the gateway as an OAuth protected resource at its own URL, with
+        one HTTP client for the issuer's metadata and keys, closed when the gateway stops."""
         # Here, not at the top: PyJWT and its cryptography are needed by oauth alone.
         from amends_toolkit.cli._oauth_resource import FETCH_TIMEOUT, OAuthResource
 
@@ -274,6 +320,10 @@ class Gateway:
 
     def _report_ready(self) -> None:
         assert self.front is not None
+        if self.config.auth is not None and self.config.auth.type == "none":
+            self.output.note(
+                '[auth] type = "none": anyone on this machine can call every tool served'
+            )
         self.output.served(
             self.url,
             self.front.toolkit,
@@ -530,6 +580,7 @@ class Gateway:
             started = time.perf_counter()
             # A metric's label names a tool served, never a client's text.
             served = params.name in front.toolkit
+            caller = None if ctx.request is None else caller_of(cast("Request", ctx.request).scope)
             outcome = "cancelled"
             try:
                 with calling_as(_caller(ctx)):
@@ -569,6 +620,7 @@ class Gateway:
                     era="session"
                     if ctx.protocol_version in HANDSHAKE_PROTOCOL_VERSIONS
                     else "stateless",
+                    **_audited(caller),
                 )
 
         server.add_request_handler("tools/list", listing.params_type, listed)
@@ -592,12 +644,18 @@ class Gateway:
 
     # HTTP.
 
-    def _app(self, front: ToolkitServer, *, authenticator: Authenticator | None) -> Starlette:
+    def _app(
+        self,
+        front: ToolkitServer,
+        authenticator: Authenticator,
+        metrics_key: Authenticator | None,
+    ) -> Starlette:
         serve = self.config.serve
         # The operator's routes are added to the front's app, behind its Host and Origin check.
         app = front.streamable_http_app(
             path=serve.path,
             host=serve.host,
+            transport_security=_transport_security(serve),
             max_sessions=serve.max_sessions,
             session_idle_timeout=serve.session_idle_timeout,
             authenticator=authenticator,
@@ -616,6 +674,15 @@ class Gateway:
             return JSONResponse(body, status_code=200 if why is None else 503)
 
         async def metrics(request: Request) -> Response:
+            if metrics_key is not None:
+                try:
+                    await metrics_key.authenticate(request)
+                except Refused as refused:
+                    return JSONResponse(
+                        {"error": refused.reason, "error_description": refused.message},
+                        status_code=refused.status,
+                        headers=dict(refused.headers),
+                    )
             return Response(
                 self.metrics.exposition(), media_type="text/plain; version=0.0.4; charset=utf-8"
             )
@@ -636,16 +703,91 @@ class Gateway:
         return None
 
 
+class _Audited:
+    """An authenticator whose every refusal is logged, one ``gateway.refused`` line each: its
+    reason, status and the kind of authentication, never a credential nor an address."""
+
+    def __init__(self, authenticator: Authenticator, kind: str) -> None:
+        self._authenticator = authenticator
+        self._kind = kind
+
+    async def authenticate(self, request: Request) -> Caller:
+        try:
+            return await self._authenticator.authenticate(request)
+        except Refused as refused:
+            _log.info(
+                "gateway.refused", reason=refused.reason, status=refused.status, kind=self._kind
+            )
+            raise
+
+    def routes(self) -> Sequence[BaseRoute]:
+        return self._authenticator.routes()
+
+
+_HOST_REFUSALS = (
+    ("Invalid Host header", "foreign_host", 421),
+    ("Missing Host header", "no_host", 421),
+    ("Invalid Origin header", "foreign_origin", 403),
+)
+
+
+def _host_refused(record: logging.LogRecord) -> bool:
+    """A filter of the SDK's Host and Origin check's log, which writes the refused header's
+    value (a caller's text, of any length) in a warning: each refusal is logged instead as a
+    ``gateway.refused`` line that names no value."""
+    message = record.getMessage()
+    for prefix, reason, status in _HOST_REFUSALS:
+        if message.startswith(prefix):
+            _log.info("gateway.refused", reason=reason, status=status, kind="host_check")
+            return False
+    return True
+
+
+def _audited(caller: Caller | None) -> dict[str, str]:
+    """A call's log fields of its caller: its kind, and its name (a key's name, a token's
+    ``sub``, cut) and client, unless it is an address (``type = "none"``)."""
+    if caller is None:
+        return {}
+    fields = {"kind": caller.kind}
+    if caller.kind != "none":
+        fields["caller"] = cut(caller.name, MAX_CALLER_SHOWN)
+    if caller.client_id is not None:
+        fields["client"] = cut(caller.client_id, MAX_CALLER_SHOWN)
+    return fields
+
+
+def _transport_security(serve: ServeConfig) -> TransportSecuritySettings:
+    """The Host and Origin check, on whatever the host: the host's own name (unless it is
+    every address, ``0.0.0.0`` or ``::``), loopback's, and ``allowed_hosts`` and
+    ``allowed_origins``. A name is let in with any port and without one (a proxy on the
+    scheme's port sends none)."""
+    names = [*_LOOPBACK_HOSTS]
+    own = f"[{serve.host}]" if ":" in serve.host else serve.host
+    if serve.host not in ("0.0.0.0", "::") and own not in names:
+        names.append(own)
+    hosts = [form for name in names for form in (name, f"{name}:*")]
+    for host in serve.allowed_hosts:
+        hosts.extend((host, f"{host}:*") if ":" not in host.rsplit("]", 1)[-1] else (host,))
+    origins = [f"{scheme}://{name}{port}" for name in names for scheme in ("http", "https")
+               for port in ("", ":*")]  # fmt: skip
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=hosts,
+        allowed_origins=[*origins, *serve.allowed_origins],
+    )
+
+
 def _caller(ctx: ServerRequestContext[Any]) -> str | None:
     """Who makes a request, for each source's share of calls per caller: the caller the front's
-    authenticator established; without one, a session's client by its ``Mcp-Session-Id`` (the
-    SDK answers 404 to one it did not give out), any other client by its address (every
-    stateless client behind one proxy has the proxy's address, and so shares one share)."""
+    authenticator established; without one, or for ``type = "none"`` (where every client on
+    this machine has one address), a session's client by its ``Mcp-Session-Id`` (the SDK
+    answers 404 to one it did not give out), any other client by its address (every stateless
+    client behind one proxy has the proxy's address, and so shares one share)."""
     request = cast("Request | None", ctx.request)
     if request is None:
         return None
     caller = caller_of(request.scope)
-    if caller is not None:
+    if caller is not None and caller.kind != "none":
         return caller.id
     if ctx.protocol_version in HANDSHAKE_PROTOCOL_VERSIONS:
         session = request.headers.get("mcp-session-id")
