@@ -21,10 +21,10 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
-from .gateway import SRC, GatewayProcess, eventually
+from .gateway import SRC, GatewayProcess, eventually, grower_config
 from .test_gateway import text
 from .test_gateway_requests import CALL, MODERN, post
-from .test_gateway_sessions import HEADERS, INITIALIZE, UPSTREAM, ping
+from .test_gateway_sessions import HEADERS, INITIALIZE, ping
 
 pytestmark = pytest.mark.anyio
 
@@ -37,25 +37,7 @@ KEYS = '[auth]\ntype = "keys"\nkeys = { alice = "${ALICE_KEY}", bob = "${BOB_KEY
 
 def config(directory: Path, auth: str, **serve: Any) -> Path:
     """A gateway over one stdio source (``grower__add``), with this ``[auth]`` and ``[serve]``."""
-    options = "\n".join(f"{key} = {json.dumps(value)}" for key, value in serve.items())
-    path = directory / "gateway.toml"
-    path.write_text(
-        f"""
-[[sources]]
-name = "grower"
-stdio = [{json.dumps(sys.executable)}, {json.dumps(str(UPSTREAM))}, "stdio"]
-env = {{ PYTHONPATH = {json.dumps(os.pathsep.join(sys.path))} }}
-
-[policy]
-allow = ["grower__*"]
-
-[serve]
-{options}
-
-{auth}
-"""
-    )
-    return path
+    return grower_config(directory, auth=auth, **serve)
 
 
 @contextmanager

@@ -20,31 +20,14 @@ from pathlib import Path
 import anyio
 import pytest
 
-from .gateway import SRC, GatewayProcess, eventually
+from .gateway import SRC, GatewayProcess, eventually, grower_config
 
 pytestmark = pytest.mark.anyio
-
-UPSTREAM = Path(__file__).with_name("upstream.py")
 
 
 @pytest.fixture
 def config(tmp_path: Path) -> Path:
-    path = tmp_path / "gateway.toml"
-    path.write_text(
-        f"""
-[[sources]]
-name = "grower"
-stdio = [{json.dumps(sys.executable)}, {json.dumps(str(UPSTREAM))}, "stdio"]
-env = {{ PYTHONPATH = {json.dumps(os.pathsep.join(sys.path))} }}
-
-[policy]
-allow = ["grower__*"]
-
-[auth]
-type = "none"
-"""
-    )
-    return path
+    return grower_config(tmp_path)
 
 
 @pytest.fixture

@@ -40,9 +40,9 @@ import math
 import os
 import re
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Final, Literal, get_args
+from typing import Any, Final, Literal, get_args
 from urllib.parse import urlsplit
 
 import attrs
@@ -458,6 +458,24 @@ class _Reader:
             redirect_uri=redirect_uri,
         )
 
+    def _table(
+        self, raw: object, table: str, known: frozenset[str]
+    ) -> tuple[dict[str, Any], Callable[[str, str], ConfigError]]:
+        """``[table]`` as read, all its keys ``known``, and how to refuse one of its keys."""
+        if not isinstance(raw, dict):
+            raise self.fail(f"[{table}] must be a table", table=table)
+
+        def fail(problem: str, key: str) -> ConfigError:
+            return self.fail(problem, table=table, key=key)
+
+        for key in raw:
+            if key not in known:
+                raise fail(
+                    f"unknown key {key!r} in [{table}]; the keys are {', '.join(sorted(known))}",
+                    key,
+                )
+        return raw, fail
+
     def _policy(self, raw: object) -> PolicyConfig:
         if not isinstance(raw, dict):
             raise self.fail("[policy] must be a table", table="policy")
@@ -477,18 +495,7 @@ class _Reader:
         return PolicyConfig(**lists)
 
     def _serve(self, raw: object) -> ServeConfig:
-        if not isinstance(raw, dict):
-            raise self.fail("[serve] must be a table", table="serve")
-
-        def fail(problem: str, key: str) -> ConfigError:
-            return self.fail(problem, table="serve", key=key)
-
-        for key in raw:
-            if key not in _SERVE_KEYS:
-                raise fail(
-                    f"unknown key {key!r} in [serve]; the keys are {', '.join(sorted(_SERVE_KEYS))}",
-                    key,
-                )
+        raw, fail = self._table(raw, "serve", _SERVE_KEYS)
         options: dict[str, object] = {}
         host = raw.get("host", "127.0.0.1")
         if not isinstance(host, str) or not host:
@@ -575,18 +582,7 @@ class _Reader:
         return ServeConfig(**options)  # type: ignore[arg-type]
 
     def _auth(self, raw: object) -> AuthConfig:
-        if not isinstance(raw, dict):
-            raise self.fail("[auth] must be a table", table="auth")
-
-        def fail(problem: str, key: str) -> ConfigError:
-            return self.fail(problem, table="auth", key=key)
-
-        for key in raw:
-            if key not in _AUTH_KEYS:
-                raise fail(
-                    f"unknown key {key!r} in [auth]; the keys are {', '.join(sorted(_AUTH_KEYS))}",
-                    key,
-                )
+        raw, fail = self._table(raw, "auth", _AUTH_KEYS)
         kind = raw.get("type")
         if kind not in ("oauth", "keys", "none"):
             raise fail('type must be "oauth", "keys" or "none"', "type")
