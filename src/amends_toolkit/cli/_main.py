@@ -216,13 +216,11 @@ def _near(name: str, names: list[str], inspect: str) -> str:
     near = difflib.get_close_matches(name, names, n=MAX_NAMES_SHOWN)
     if near:
         return f"Did you mean {' or '.join(near)}?"
-    more = len(names) - MAX_NAMES_SHOWN
     shown = ", ".join(names[:MAX_NAMES_SHOWN])
-    return (
-        f"The tools: {shown}, and {more} more ({inspect} lists them)."
-        if more > 0
-        else (f"The tools: {shown}.")
-    )
+    more = len(names) - MAX_NAMES_SHOWN
+    if more > 0:
+        return f"The tools: {shown}, and {more} more ({inspect} lists them)."
+    return f"The tools: {shown}."
 
 
 def _serve(options: argparse.Namespace, output: Output) -> int:
