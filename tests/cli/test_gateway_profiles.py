@@ -37,7 +37,7 @@ PROFILES = """
 name = "eng"
 match = { keys = ["alice"] }
 sources = ["grower"]
-policy = { allow = ["grower__*"], block = ["grower__grow"] }
+policy = { allow = ["*__add", "grower__extra"] }
 
 [[profiles]]
 name = "ops"
@@ -86,7 +86,8 @@ async def test_each_caller_lists_and_calls_its_profiles_toolkit_alone(
     gateway: GatewayProcess, mode: str
 ) -> None:
     url = gateway.wait_ready()
-    # Other sources, other policies; the first profile that matches alice is eng, not ops.
+    # Other sources (eng's policy would allow other__add), other policies; the first profile
+    # that matches alice is eng, not ops.
     assert await listed(url, "alice", mode) == ["grower__add"]
     assert sorted(await listed(url, "bob", mode)) == ["other__add"]
     assert await listed(url, "carol", mode) == ["tool_search", "tool_call"]
