@@ -146,10 +146,12 @@ class GatewayProcess:
         return code
 
 
-async def eventually(condition: Callable[[], bool | Awaitable[bool]]) -> None:
-    """Wait (20 seconds at most) until a condition on another process holds: it has no event
-    to wait on."""
-    with anyio.fail_after(20):
+async def eventually(
+    condition: Callable[[], bool | Awaitable[bool]], *, within: float = 20.0
+) -> None:
+    """Wait (``within`` seconds at most) until a condition on another process holds: it has no
+    event to wait on."""
+    with anyio.fail_after(within):
         while True:
             held = condition()
             if not isinstance(held, bool):

@@ -52,7 +52,7 @@ import re
 import tomllib
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, get_args
 from urllib.parse import urlsplit
 
 import attrs
@@ -64,6 +64,7 @@ __all__ = (
     "DEFAULT_PROFILE",
     "HEADER_TIMEOUT",
     "MAX_CONNECTIONS",
+    "PRESENTATIONS",
     "AuthConfig",
     "ConfigError",
     "GatewayConfig",
@@ -86,6 +87,7 @@ MAX_CONNECTIONS: Final = 2_048
 """Client connections at once: a request at the cap is answered 503, a connection past it closed."""
 
 Presentation = Literal["tools", "search", "code"]
+PRESENTATIONS: Final[tuple[Presentation, ...]] = get_args(Presentation)
 SourceKind = Literal["mcp", "stdio", "openapi"]
 
 _ENV_VALUE: Final = re.compile(
@@ -674,7 +676,7 @@ class _Reader:
             raise fail("path must begin with '/' and not be /healthz or /metrics", "path")
         options["path"] = path
         presentation = raw.get("presentation", "tools")
-        if presentation not in ("tools", "search", "code"):
+        if presentation not in PRESENTATIONS:
             raise fail('presentation must be "tools", "search" or "code"', "presentation")
         options["presentation"] = presentation
         for key in (

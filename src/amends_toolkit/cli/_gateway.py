@@ -20,7 +20,11 @@ stream; a 2026-07-28 client's ``subscriptions/listen``). Tools that would share 
 (``at.NameClash``, an upstream's doing here) never stop it: a refresh serves on the tools of
 before, a start leaves them out; either logs what clashed. SIGINT or SIGTERM stop it: new calls
 are refused, running ones get ``grace`` seconds to finish, then sessions end and the sources'
-processes stop.
+processes stop. So does the SIGHUP of a hangup: one that comes when the terminal the gateway
+started on is gone (a SIGHUP while it is there, or with none from the start, as under a service
+manager, refreshes; so does every SIGHUP of a gateway started with it ignored, as ``nohup``
+starts one). The sources' processes run in sessions of their own: the terminal's hangup never
+reaches them, and the gateway ends them itself.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ import contextvars
 import itertools
 import json
 import logging
+import os
 import signal
 import socket
 import time
@@ -58,11 +63,12 @@ from amends_toolkit.cli._auth import KeyAuthenticator, OpenAuthenticator, expand
 from amends_toolkit.cli._config import DEFAULT_PROFILE, ConfigError, Presentation
 from amends_toolkit.cli._connections import FILES_RESERVED, raise_open_files, timed_protocol
 from amends_toolkit.cli._metrics import GatewayMetrics
+from amends_toolkit.cli._output import silence
 from amends_toolkit.cli._pinning import SessionPinning
 from amends_toolkit.cli._policy import GlobPolicy
 from amends_toolkit.cli._profiles import profile_of
 from amends_toolkit.cli._sources import build_source
-from amends_toolkit.cli._terminal import approval_question, ask
+from amends_toolkit.cli._terminal import approval_question, ask, has_terminal
 from amends_toolkit.presentations import MontyRuntime, code_mode, tool_search
 from amends_toolkit.runtime import (
     ActorRef,
@@ -104,6 +110,8 @@ MAX_CLASHING_SHOWN = 5
 """Tools a clash's warning lists for one name."""
 MAX_TOOL_NAME_SHOWN = 100
 """The most characters of an upstream's tool name a warning shows."""
+MAX_UNNAMED_SHOWN = 10
+"""Tools the note of those no pattern names lists (it counts them all; the log lists them all)."""
 MAX_CALLER_SHOWN = 100
 """The most characters of a caller's name (a token's ``sub``) a log line shows."""
 _LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
@@ -196,6 +204,8 @@ class Gateway:
         self._served: dict[str, Signature] = {}
         self._tools = 0
         self._stopper: TaskGroup | None = None
+        self._hangup_stops = False
+        self._on_terminal: tuple[int, ...] = ()
         self.server: uvicorn.Server | None = None
 
     # The whole life of the process.
@@ -203,6 +213,9 @@ class Gateway:
     async def run(self, *, task_status: TaskStatus[int] = anyio.TASK_STATUS_IGNORED) -> None:
         """Start every source, discover, serve; return once stopped by SIGINT or SIGTERM."""
         serve = self.config.serve
+        # Before the receiver replaces it: SIGHUP ignored (nohup) means "outlive the terminal".
+        self._hangup_stops = signal.getsignal(signal.SIGHUP) != signal.SIG_IGN and has_terminal()
+        self._on_terminal = tuple(fd for fd in (0, 1, 2) if os.isatty(fd))
         auth = required_auth(self.config)
         # Keys are read at start, before any source does work: a missing or short one stops it.
         authenticator = self._local_authenticator(auth)
@@ -401,10 +414,20 @@ class Gateway:
         async with anyio.create_task_group() as tasks:
             self._stopper = tasks
             async for signum in received:
-                if signum == signal.SIGHUP:
-                    self.want_refresh()
-                else:
+                if signum != signal.SIGHUP:
                     self.stop(reason=signal.Signals(signum).name)
+                elif self._hung_up():
+                    silence(*self._on_terminal)  # each write to a terminal hung up fails
+                    self.stop(reason="SIGHUP")
+                else:
+                    self.want_refresh()
+
+    def _hung_up(self) -> bool:
+        """Whether a SIGHUP is the hangup of the terminal the gateway started on: the kernel
+        has taken the terminal from the session, and its descriptors answer no more."""
+        return self._hangup_stops and not (
+            has_terminal() and all(os.isatty(fd) for fd in self._on_terminal)
+        )
 
     def stop(self, *, reason: str) -> None:
         """Stop as SIGTERM does: refuse new calls, let running ones finish within the grace."""
@@ -526,8 +549,18 @@ class Gateway:
         fresh = [n for n in policy.unnamed if (profile.name, n) not in self._reported]
         if fresh:
             self._reported.update((profile.name, n) for n in fresh)
+            names = sorted(fresh)
+            _log.info("gateway.unnamed", profile=profile.name, tools=names)
+            more = len(names) - MAX_UNNAMED_SHOWN
             self.output.note(
-                f"blocked, as no {profile.what} pattern names them: " + ", ".join(sorted(fresh))
+                f"{len(names)} tool{' is' if len(names) == 1 else 's are'} blocked, as no "
+                f"{profile.what} pattern names them: "
+                + ", ".join(names[:MAX_UNNAMED_SHOWN])
+                + (
+                    f", and {more} more (the log's gateway.unnamed line lists them all)"
+                    if more > 0
+                    else ""
+                )
             )
         unmatched = [p for p in policy.unmatched() if (profile.name, p) not in self._unmatched]
         if unmatched:
@@ -721,16 +754,16 @@ class Gateway:
         )
 
         async def healthz(request: Request) -> Response:
-            ready = self.discovered >= set(self.refs)
-            body = {
-                "ready": ready,
-                "sources": {
-                    name: _health(self.failed[name]) if name in self.failed else "ok"
-                    for name in self.refs
-                },
-                "tools": self._tools,
+            why = self._unready()
+            body: dict[str, object] = {"ready": why is None}
+            if why is not None:
+                body["why"] = why
+            body["sources"] = {
+                name: _health(self.failed[name]) if name in self.failed else "ok"
+                for name in self.refs
             }
-            return JSONResponse(body, status_code=200 if ready else 503)
+            body["tools"] = self._tools
+            return JSONResponse(body, status_code=200 if why is None else 503)
 
         async def metrics(request: Request) -> Response:
             if metrics_key is not None:
@@ -748,6 +781,18 @@ class Gateway:
 
         app.router.routes.extend([Route("/healthz", healthz), Route("/metrics", metrics)])
         return app
+
+    def _unready(self) -> str | None:
+        """Why ``/healthz`` answers 503, or ``None`` when the gateway is ready: every source was
+        tried, and none failed its last discovery or some source has tools to serve (a source
+        down after a discovery keeps its tools: its calls fail until it is back, the rest
+        answer). A gateway whose every source failed serves nothing: a balancer should send
+        agents elsewhere."""
+        if not self.discovered >= set(self.refs):
+            return "discovering the sources"
+        if self.failed and not any(self.catalog.values()):
+            return f"no source has tools to serve: {len(self.failed)} of {len(self.refs)} failed"
+        return None
 
 
 class _Audited:
