@@ -178,6 +178,10 @@ async def test_without_policy_a_caller_no_profile_matches_is_refused_in_both_era
             ("no_profile", 403, "dave")
         ] * 2
         assert calls(gateway) == []
+        assert any(
+            "no [policy]: a caller that no [[profiles]] matches is refused" in line
+            for line in gateway.lines
+        )
         assert not any(KEYS["dave"] in line for line in gateway.lines)
 
 

@@ -255,16 +255,16 @@ class Gateway:
                 self._sandbox = await stack.enter_async_context(MontyRuntime())
             with self.output.status("Discovering the sources' tools"):
                 catalog = await self._discover()
-            served: Served = {}
+            toolkits: Served = {}
             for profile in self.profiles:
                 try:
-                    served[profile.name] = self._assemble(profile, catalog)
+                    toolkits[profile.name] = self._assemble(profile, catalog)
                 except NameClash as clash:
                     self._clashed(clash, refresh=False)
-                    served[profile.name] = self._assemble(profile, catalog, left_out=clash)
+                    toolkits[profile.name] = self._assemble(profile, catalog, left_out=clash)
             self.catalog = catalog
             self.front = adapters.mcp_server(
-                served,
+                toolkits,
                 name="amends-toolkit",
                 version="0.1.0",
                 approve=self._ask if self.approve_on_terminal else self._refuse,
@@ -280,9 +280,9 @@ class Gateway:
             if authenticator is None:
                 authenticator = self._oauth_authenticator(auth, stack)
             app = self._app(self.front, _Audited(authenticator, auth.type), metrics_key)
-            pinned: Any = app
+            served_app: Any = app
             if serve.replicas is not None and serve.replica is not None:
-                pinned = SessionPinning(app, replica=serve.replica, replicas=serve.replicas)
+                served_app = SessionPinning(app, replica=serve.replica, replicas=serve.replicas)
             files = raise_open_files()
             connections = max(1, min(serve.max_connections, files - FILES_RESERVED))
             if connections < serve.max_connections:
@@ -292,7 +292,7 @@ class Gateway:
                 )
             server = _QuietServer(
                 uvicorn.Config(
-                    pinned,
+                    served_app,
                     host=serve.host,
                     port=serve.port,
                     http=timed_protocol(
@@ -310,23 +310,23 @@ class Gateway:
                 )
             )
             self.server = server
-            stopped = anyio.Event()
+            served = anyio.Event()
 
             async def serve_http() -> None:
                 try:
                     await server.serve(sockets=[listening])
                 finally:
-                    stopped.set()
+                    served.set()
 
             async with anyio.create_task_group() as tasks:
                 tasks.start_soon(serve_http)
-                while not server.started and not stopped.is_set():  # noqa: ASYNC110 - uvicorn offers no event
+                while not server.started and not served.is_set():  # noqa: ASYNC110 - uvicorn offers no event
                     await anyio.sleep(0.01)
                 self._report_ready()
                 task_status.started(self.port)
                 tasks.start_soon(self._refreshes)
                 tasks.start_soon(self._signals, received)
-                await stopped.wait()
+                await served.wait()
                 tasks.cancel_scope.cancel()
         _log.info("gateway.stopped")
 
@@ -394,6 +394,12 @@ class Gateway:
         if self.config.auth is not None and self.config.auth.type == "none":
             self.output.note(
                 '[auth] type = "none": anyone on this machine can call every tool served'
+            )
+        if self.config.policy is None:
+            self.output.note(
+                "no [policy]: a caller that no [[profiles]] matches is refused (403)"
+                if self.config.profiles
+                else "no [policy] and no [[profiles]]: every caller is refused (403); add a [policy]"
             )
         union = self._union(self.front)
         self.output.served(
