@@ -12,6 +12,7 @@ import amends_toolkit as at
 from amends_toolkit.cli._config import (
     AuthConfig,
     ConfigError,
+    LimitsConfig,
     MatchConfig,
     PolicyConfig,
     ProfileConfig,
@@ -363,6 +364,7 @@ match = { keys = ["alice"] }
 sources = ["tasks"]
 presentation = "search"
 policy = { allow = ["tasks__*"], approve = ["tasks__delete_*"], block = [] }
+limits = { calls_per_minute = 600, max_in_flight = 16 }
 
 [[profiles]]
 name = "ci"
@@ -379,9 +381,15 @@ def test_profiles_are_read_in_order_with_their_defaults(tmp_path: Path) -> None:
         sources=("tasks",),
         presentation="search",
         policy=PolicyConfig(allow=("tasks__*",), approve=("tasks__delete_*",)),
+        limits=LimitsConfig(calls_per_minute=600, max_in_flight=16),
     )
-    # Every source, [serve]'s presentation, a policy that allows nothing.
-    assert (ci.sources, ci.presentation, ci.policy) == (None, None, PolicyConfig())
+    # Every source, [serve]'s presentation, a policy that allows nothing, no limits.
+    assert (ci.sources, ci.presentation, ci.policy, ci.limits) == (
+        None,
+        None,
+        PolicyConfig(),
+        LimitsConfig(),
+    )
     # No [policy]: a caller no profile matches is refused, not served an empty policy.
     assert config.policy is None
 
@@ -421,10 +429,13 @@ def test_an_oauth_profile_matches_subjects_scopes_or_claims(tmp_path: Path) -> N
         (("block = []", "deny = []"), "policy", "unknown key 'deny'"),
         (('name = "eng"', 'name = "ci"'), "name", "two profiles are named 'ci'"),
         (('name = "eng"', 'name = "default"'), "name", "[policy]'s"),
+        (("max_in_flight = 16", "max_in_flight = 0"), "limits", "whole number above 0"),
+        (("calls_per_minute = 600", "calls_per_minute = 1.5"), "limits", "whole number above 0"),
+        (("calls_per_minute = 600", "calls_per_hour = 600"), "limits", "unknown key"),
         (
-            ('presentation = "search"', "limits = { calls_per_minute = 600 }"),
+            ("limits = { calls_per_minute = 600, max_in_flight = 16 }", "limits = 600"),
             "limits",
-            "limits is not supported yet",
+            "must be a table",
         ),
     ],
 )

@@ -35,9 +35,10 @@ The keys are binding (hosts rely on them)::
     sources = ["tasks"]                       # default: every source
     presentation = "search"                   # default: [serve]'s
     policy = { allow = ["tasks__*"], approve = [], block = [] }   # as [policy]
+    limits = { calls_per_minute = 600, max_in_flight = 16 }       # per caller (cli/_limits.py)
 
-A caller no profile matches is served by ``[policy]``; without a ``[policy]`` table, it is
-refused. A profile's ``limits`` is refused for now: it is not enforced yet (issue 28).
+A caller no profile matches is served by ``[policy]``, without limits; without a ``[policy]``
+table, it is refused.
 
 A mistake is a :class:`ConfigError` naming the file, the line (where the key is written in the
 file) and the fix; nothing is guessed and no key is ignored.
@@ -68,6 +69,7 @@ __all__ = (
     "AuthConfig",
     "ConfigError",
     "GatewayConfig",
+    "LimitsConfig",
     "MatchConfig",
     "PolicyConfig",
     "ProfileConfig",
@@ -128,6 +130,7 @@ _HOST: Final = re.compile(r"^[^/\s@]+$")
 _POLICY_KEYS: Final = frozenset(("allow", "approve", "block"))
 _PROFILE_KEYS: Final = frozenset(("name", "match", "sources", "presentation", "policy", "limits"))
 _MATCH_KINDS: Final = ("keys", "subjects", "scopes", "claims")
+_LIMITS_KEYS: Final = ("calls_per_minute", "max_in_flight")
 DEFAULT_PROFILE: Final = "default"
 """The profile name of ``[policy]``, which serves the callers no ``[[profiles]]`` matches (in
 the audit lines and the metrics); a ``[[profiles]]`` table may not take it."""
@@ -178,6 +181,16 @@ class MatchConfig:
 
 
 @attrs.frozen(kw_only=True)
+class LimitsConfig:
+    """A profile's ``limits``, each per caller (see ``cli/_limits.py``); none: no such limit."""
+
+    calls_per_minute: int | None = None
+    """Calls one caller may begin in any 60 seconds; past it a call is refused (retryable)."""
+    max_in_flight: int | None = None
+    """Calls one caller may have running at once, across sources; past it a call is refused."""
+
+
+@attrs.frozen(kw_only=True)
 class ProfileConfig:
     """One ``[[profiles]]`` table: who it serves, and what."""
 
@@ -188,6 +201,7 @@ class ProfileConfig:
     presentation: Presentation | None = None
     """None: ``[serve]``'s."""
     policy: PolicyConfig = attrs.field(factory=lambda: PolicyConfig())
+    limits: LimitsConfig = attrs.field(factory=lambda: LimitsConfig())
 
 
 @attrs.frozen(kw_only=True)
@@ -411,13 +425,6 @@ class _Reader:
                     + ", ".join(sorted(_PROFILE_KEYS)),
                     key,
                 )
-        if "limits" in raw:
-            # Refused rather than read and ignored: an operator who writes a limit relies on it.
-            raise fail(
-                "limits is not supported yet (issue 28): remove it; a caller's calls in flight "
-                "are bounded by [serve] max_in_flight_per_caller",
-                "limits",
-            )
         name = raw.get("name")
         if not isinstance(name, str) or not _NAME.match(name):
             raise fail("a profile needs a name of 1 to 32 letters, digits, '_' or '-'", "name")
@@ -449,7 +456,25 @@ class _Reader:
             options["presentation"] = raw["presentation"]
         if "policy" in raw:
             options["policy"] = self._policy(raw["policy"], index=index)
+        if "limits" in raw:
+            options["limits"] = self._limits(raw["limits"], fail)
         return ProfileConfig(name=name, match=match, **options)
+
+    @staticmethod
+    def _limits(raw: object, fail: Callable[[str, str], ConfigError]) -> LimitsConfig:
+        example = "limits = { calls_per_minute = 600, max_in_flight = 16 }"
+        if not isinstance(raw, dict) or not raw:
+            raise fail(f"limits must be a table, such as {example}", "limits")
+        for key, value in raw.items():
+            if key not in _LIMITS_KEYS:
+                raise fail(
+                    f"unknown key {key!r} in limits; the keys are calls_per_minute and "
+                    "max_in_flight",
+                    "limits",
+                )
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise fail(f"{key} must be a whole number above 0, as in {example}", "limits")
+        return LimitsConfig(**raw)
 
     def _match(
         self,

@@ -54,7 +54,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from amends_toolkit import adapters
-from amends_toolkit._errors import Failure, NameClash, ToolSourceError
+from amends_toolkit._errors import Failure, LimitExceeded, NameClash, ToolSourceError
 from amends_toolkit._log import get_logger
 from amends_toolkit._peer import cut
 from amends_toolkit.adapters import Refused, caller_of
@@ -62,6 +62,7 @@ from amends_toolkit.adapters.mcp_front import SELECTED_SCOPE_KEY
 from amends_toolkit.cli._auth import KeyAuthenticator, OpenAuthenticator, expand_key, required_auth
 from amends_toolkit.cli._config import DEFAULT_PROFILE, ConfigError, Presentation
 from amends_toolkit.cli._connections import FILES_RESERVED, raise_open_files, timed_protocol
+from amends_toolkit.cli._limits import CallerLimits
 from amends_toolkit.cli._metrics import GatewayMetrics
 from amends_toolkit.cli._output import silence
 from amends_toolkit.cli._pinning import SessionPinning
@@ -114,6 +115,9 @@ MAX_UNNAMED_SHOWN = 10
 """Tools the note of those no pattern names lists (it counts them all; the log lists them all)."""
 MAX_CALLER_SHOWN = 100
 """The most characters of a caller's name (a token's ``sub``) a log line shows."""
+LIMITED = "refused_limits"
+"""The outcome, in a call's log line and the failures metric, of a call refused for its
+profile's ``limits`` (it reached no source)."""
 _LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
 
 
@@ -181,6 +185,9 @@ class Gateway:
                     what="[policy]",
                 )
             )
+        # [policy]'s callers have no limits: the binding keys give it none (each source's share,
+        # max_in_flight_per_caller, still bounds them).
+        self.limits = CallerLimits({profile.name: profile.limits for profile in config.profiles})
         self.refs: dict[str, ActorRef] = {}
         self.catalog: dict[str, tuple[ToolDefinition, ...]] = {}
         self.failed: dict[str, ToolSourceError] = {}
@@ -678,8 +685,9 @@ class Gateway:
             # A metric's label names a tool served to the caller, never a client's text.
             served = params.name in front.toolkits.get(profile, ())
             outcome = "cancelled"
+            who = _caller(ctx)
             try:
-                with calling_as(_caller(ctx)):
+                with self.limits.admitted(profile, who), calling_as(who):
                     result = cast("types.CallToolResult", await call_tool(ctx, params))
                 if result.is_error and record.code is None:
                     # Not the source's failure nor a refused approval: the toolkit refused the
@@ -687,6 +695,11 @@ class Gateway:
                     record.code = "InvalidInputError"
                 outcome = record.code or "ok"
                 return result
+            except LimitExceeded as limited:
+                outcome = LIMITED
+                return types.CallToolResult(
+                    content=[types.TextContent(text=limited.model_message)], is_error=True
+                )
             except MCPError:
                 # The front's one protocol error of a call: a name it does not serve (or blocks).
                 outcome = "NotFoundError"
