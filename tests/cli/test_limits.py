@@ -3,8 +3,6 @@ reads the time of ``FakeTime``, so a minute passes in no time."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import limits.storage.memory
 import pytest
 
@@ -24,10 +22,10 @@ class FakeTime:
 
 
 @pytest.fixture
-def clock(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeTime]:
+def clock(monkeypatch: pytest.MonkeyPatch) -> FakeTime:
     fake = FakeTime()
     monkeypatch.setattr(limits.storage.memory, "time", fake)
-    yield fake
+    return fake
 
 
 def limiter(clock: FakeTime, **limit: int) -> CallerLimits:

@@ -58,9 +58,7 @@ class CallerLimits:
             for name, limit in self._limits.items()
             if limit.calls_per_minute is not None
         }
-        self._window = MovingWindowRateLimiter(
-            storage if storage is not None else MemoryStorage()
-        )
+        self._window = MovingWindowRateLimiter(storage if storage is not None else MemoryStorage())
         self._clock = clock
         self._running: dict[tuple[str, str], int] = {}
 
@@ -112,4 +110,3 @@ class CallerLimits:
             else:
                 # Forgotten once idle: the table holds only callers with calls running.
                 del self._running[key]
-
