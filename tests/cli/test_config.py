@@ -65,6 +65,7 @@ body_timeout = 5
 allowed_hosts = ["gw.example.com", "gw.example.com:8443"]
 allowed_origins = ["https://app.example.com"]
 metrics_key = "${METRICS_KEY}"
+limits_storage = "redis://127.0.0.1:6379/0"
 
 [auth]
 type = "keys"
@@ -121,6 +122,7 @@ def test_every_binding_key_is_read(tmp_path: Path) -> None:
     assert serve.allowed_hosts == ("gw.example.com", "gw.example.com:8443")
     assert serve.allowed_origins == ("https://app.example.com",)
     assert serve.metrics_key == "${METRICS_KEY}"
+    assert serve.limits_storage == "redis://127.0.0.1:6379/0"
     assert config.auth == AuthConfig(type="keys", keys={"alice": "${ALICE_KEY}", "ci": "${CI_KEY}"})
 
 
@@ -232,6 +234,18 @@ def test_without_auth_the_file_reads_and_auth_is_none(tmp_path: Path) -> None:
             '[[sources]]\nname = "a"\nmcp = "http://x/mcp"\n[serve]\nmetrics_key = "k"\n',
             5,
             "a key written in the file is refused",
+        ),
+        (
+            '[[sources]]\nname = "a"\nmcp = "http://x/mcp"\n[serve]\n'
+            'limits_storage = "redis://:hunter2@127.0.0.1:6379"\n',
+            5,
+            "without a password",
+        ),
+        (
+            '[[sources]]\nname = "a"\nmcp = "http://x/mcp"\n[serve]\n'
+            'limits_storage = "memcached://127.0.0.1:11211"\n',
+            5,
+            'must be "memory://" or a Redis URL',
         ),
         (
             '[[sources]]\nname = "a"\nmcp = "http://x/mcp"\n[serve]\nallowed_hosts = "x"\n',

@@ -21,6 +21,7 @@ The keys are binding (hosts rely on them)::
     allowed_hosts = ["gw.example.com"]        # Host values a proxy in front forwards
     allowed_origins = ["https://app.example.com"]
     metrics_key = "${METRICS_KEY}"            # /metrics only with Authorization: Bearer <it>
+    limits_storage = "redis://127.0.0.1:6379" # profiles' calls per minute (default "memory://")
 
     [auth]                      # who may call: required (see cli/_auth.py)
     type = "keys"               # or "oauth", or "none" (only on a loopback host)
@@ -121,6 +122,7 @@ _SERVE_KEYS: Final = frozenset(
         "allowed_hosts",
         "allowed_origins",
         "metrics_key",
+        "limits_storage",
     )
 )
 _AUTH_KEYS: Final = frozenset(("type", "issuer", "audience", "scopes", "keys"))
@@ -243,6 +245,10 @@ class ServeConfig:
     """``Origin`` values let in besides ``host``'s and loopback's (``https://app.example.com``)."""
     metrics_key: str | None = None
     """The template (``${VAR}``) of the key ``/metrics`` asks for; none: ``/metrics`` is open."""
+    limits_storage: str = "memory://"
+    """Where profiles' ``calls_per_minute`` are counted: ``memory://`` (this process), or a
+    Redis URL (``redis://``, ``rediss://``, ``redis+unix://``) that replicas share, written
+    without a password or taken whole from the environment (``${VAR}``)."""
 
 
 @attrs.frozen(kw_only=True)
@@ -766,6 +772,16 @@ class _Reader:
                     "metrics_key",
                 )
             options["metrics_key"] = raw["metrics_key"]
+        if "limits_storage" in raw:
+            storage = raw["limits_storage"]
+            if not (_is_key_template(storage) or _is_storage(storage)):
+                raise fail(
+                    'limits_storage must be "memory://" or a Redis URL such as '
+                    '"redis://127.0.0.1:6379/0", without a password (take a URL that has one '
+                    'from the environment, as "${REDIS_URL}")',
+                    "limits_storage",
+                )
+            options["limits_storage"] = storage
         return ServeConfig(**options)  # type: ignore[arg-type]
 
     def _auth(self, raw: object) -> AuthConfig:
@@ -826,6 +842,16 @@ def _is_served_url(value: str) -> bool:
         return False
     parts = urlsplit(value)
     return parts.scheme == "https" or is_loopback(parts.hostname or "")
+
+
+def _is_storage(value: object) -> bool:
+    """``memory://``, or a Redis URL without a password (a secret is never written in the file)."""
+    if value == "memory://":
+        return True
+    if not isinstance(value, str):
+        return False
+    parts = urlsplit(value)
+    return parts.scheme in ("redis", "rediss", "redis+unix") and parts.password is None
 
 
 def _positive(value: object) -> bool:

@@ -60,9 +60,9 @@ from amends_toolkit._peer import cut
 from amends_toolkit.adapters import Refused, caller_of
 from amends_toolkit.adapters.mcp_front import SELECTED_SCOPE_KEY
 from amends_toolkit.cli._auth import KeyAuthenticator, OpenAuthenticator, expand_key, required_auth
-from amends_toolkit.cli._config import DEFAULT_PROFILE, ConfigError, Presentation
+from amends_toolkit.cli._config import DEFAULT_PROFILE, ConfigError, Presentation, expand_header
 from amends_toolkit.cli._connections import FILES_RESERVED, raise_open_files, timed_protocol
-from amends_toolkit.cli._limits import CallerLimits
+from amends_toolkit.cli._limits import CallerLimits, limits_storage
 from amends_toolkit.cli._metrics import GatewayMetrics
 from amends_toolkit.cli._output import silence
 from amends_toolkit.cli._pinning import SessionPinning
@@ -85,6 +85,7 @@ if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable, Generator, Sequence
 
     from anyio.abc import TaskGroup, TaskStatus
+    from limits.storage import Storage
     from mcp.server.context import ServerRequestContext
     from mcp.server.session import ServerSession
     from starlette.applications import Starlette
@@ -185,9 +186,7 @@ class Gateway:
                     what="[policy]",
                 )
             )
-        # [policy]'s callers have no limits: the binding keys give it none (each source's share,
-        # max_in_flight_per_caller, still bounds them).
-        self.limits = CallerLimits({profile.name: profile.limits for profile in config.profiles})
+        self.limits: CallerLimits | None = None
         self.refs: dict[str, ActorRef] = {}
         self.catalog: dict[str, tuple[ToolDefinition, ...]] = {}
         self.failed: dict[str, ToolSourceError] = {}
@@ -226,6 +225,12 @@ class Gateway:
         auth = required_auth(self.config)
         # Keys are read at start, before any source does work: a missing or short one stops it.
         authenticator = self._local_authenticator(auth)
+        # [policy]'s callers have no limits: the binding keys give it none (each source's share,
+        # max_in_flight_per_caller, still bounds them).
+        self.limits = CallerLimits(
+            {profile.name: profile.limits for profile in self.config.profiles},
+            storage=self._limits_storage(),
+        )
         metrics_key = (
             None
             if serve.metrics_key is None
@@ -349,6 +354,26 @@ class Gateway:
         if auth.type == "none":
             return OpenAuthenticator()
         return None
+
+    def _limits_storage(self) -> Storage:
+        """``[serve] limits_storage``, its ``${VAR}`` expanded.
+
+        Raises:
+            ConfigError: its variable is not set, or it cannot be used.
+        """
+        uri = self.config.serve.limits_storage
+        if uri.startswith("${"):
+            try:
+                uri = expand_header(uri)
+            except KeyError as missing:
+                raise ConfigError(
+                    f"{self.config.path}: [serve] limits_storage: set the environment "
+                    f"variable {missing.args[0]}"
+                ) from None
+        try:
+            return limits_storage(uri)
+        except ValueError as error:
+            raise ConfigError(f"{self.config.path}: [serve] {error}") from None
 
     @property
     def url(self) -> str:
@@ -686,9 +711,11 @@ class Gateway:
             served = params.name in front.toolkits.get(profile, ())
             outcome = "cancelled"
             who = _caller(ctx)
+            assert self.limits is not None
             try:
-                with self.limits.admitted(profile, who), calling_as(who):
-                    result = cast("types.CallToolResult", await call_tool(ctx, params))
+                async with self.limits.admitted(profile, who):
+                    with calling_as(who):
+                        result = cast("types.CallToolResult", await call_tool(ctx, params))
                 if result.is_error and record.code is None:
                     # Not the source's failure nor a refused approval: the toolkit refused the
                     # input before any source saw it.
