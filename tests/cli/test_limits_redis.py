@@ -10,6 +10,7 @@ import subprocess
 import time
 from collections.abc import Iterator
 
+import anyio
 import pytest
 
 from amends_toolkit._errors import LimitExceeded
@@ -100,3 +101,33 @@ async def test_a_redis_that_cannot_be_reached_refuses_the_call(
     assert "gateway.limits_storage_failed" in caplog.text
     # The refused call holds none of the caller's calls in flight.
     assert limits._running == {}
+
+
+async def test_a_callers_second_call_is_held_to_max_in_flight_while_the_first_is_counted(
+    redis_url: str,
+) -> None:
+    limits = CallerLimits(
+        {"ops": LimitsConfig(calls_per_minute=10, max_in_flight=1)},
+        storage=limits_storage(redis_url),
+    )
+    held, done = anyio.Event(), anyio.Event()
+    entered: list[str] = []
+    refused: list[str] = []
+
+    async def one(name: str) -> None:
+        try:
+            async with limits.admitted("ops", "key:carol"):
+                entered.append(name)
+                held.set()
+                await done.wait()
+        except LimitExceeded:
+            refused.append(name)
+
+    async with anyio.create_task_group() as tasks:
+        # Both begin before the first's count in Redis (a worker thread) has answered.
+        tasks.start_soon(one, "first")
+        tasks.start_soon(one, "second")
+        await held.wait()
+        await anyio.wait_all_tasks_blocked()
+        done.set()
+    assert (entered, refused) == (["first"], ["second"])
