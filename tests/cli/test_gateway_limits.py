@@ -20,7 +20,7 @@ from amends_toolkit.cli._gateway import LIMITED
 from conformance._servers import serve
 
 from .gateway import GatewayProcess, eventually
-from .test_auth import keyed, logged, running
+from .test_auth import keyed, logged, refused_to_start, running
 from .test_gateway import text
 from .test_gateway_shares import in_flight
 from .upstream import tasks_app
@@ -174,3 +174,14 @@ async def test_a_caller_past_max_in_flight_is_refused_at_once_while_another_is_s
             ("alice", "tasks__list_tasks", "ok"),
         ]
     )
+
+
+def test_a_limits_storage_from_an_unset_variable_stops_the_start(tmp_path: Path) -> None:
+    path = tmp_path / "gateway.toml"
+    path.write_text(
+        '[[sources]]\nname = "tasks"\nmcp = "http://127.0.0.1:9/mcp"\n'
+        '[serve]\nlimits_storage = "${NO_SUCH_REDIS_URL}"\n[auth]\ntype = "none"\n'
+        '[policy]\nallow = ["tasks__*"]\n'
+    )
+    said = refused_to_start(path, env={})
+    assert "[serve] limits_storage: set the environment variable NO_SUCH_REDIS_URL" in said

@@ -9,7 +9,8 @@ endpoint, each call in a session of its own. Beside it: ``/healthz`` (open to al
 Every request to the endpoint is asked who its caller is, as ``[auth]`` says (``cli/_auth.py``),
 and is served the toolkit of its caller's profile: the first ``[[profiles]]`` that matches it
 (``cli/_profiles.py``), else ``[policy]``'s, else it is refused (403). Each profile's toolkit is
-assembled once per refresh, from its sources, under its policy and presentation. A session is
+assembled once per refresh, from its sources, under its policy and presentation; its
+``limits`` hold each caller's calls before any source sees one (``cli/_limits.py``). A session is
 its caller's alone, and each call's log line names its caller and profile. Every route is
 behind a Host and Origin check, whatever the host: its own names, loopback's, and
 ``[serve] allowed_hosts`` and ``allowed_origins``.
