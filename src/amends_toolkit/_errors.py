@@ -9,6 +9,8 @@ The exception tree::
     │   ├── InvalidInputError        the input does not fit the tool's parameters
     │   ├── CallFailedError          the tool ran and said it failed, or answered too much
     │   ├── UnavailableError         down, unreachable, rate limited, or too slow: retryable
+    │   │   └── LimitExceeded        a caller went past a gateway profile's limit (its code:
+    │   │                            UnavailableError; its message says which, and when to retry)
     │   ├── InvalidResponseError     the system answered something that cannot be read
     │   ├── UnsupportedError         the system asked for something the source does not do
     │   └── UnknownError             a defect: the source failed
@@ -135,6 +137,25 @@ class UnavailableError(ToolSourceError):
     ) -> None:
         super().__init__(source=source, message=message)
         self.retry_after = retry_after
+
+
+class LimitExceeded(UnavailableError):
+    """A caller went past a limit of the gateway's profile that serves it (calls per minute,
+    calls in flight): its call reached no source. A model reads it as an ``UnavailableError``
+    (retryable) whose message, written by the gateway, names the limit and ``retry_after``."""
+
+    default_message = "This caller went past its limit of calls; try again later."
+
+    def __init__(self, *, source: str, message: str, retry_after: float) -> None:
+        super().__init__(source=source, message=message, retry_after=retry_after)
+
+    @property
+    def reason(self) -> str:
+        return UnavailableError.__name__
+
+    @property
+    def model_message(self) -> str:
+        return self.message
 
 
 class InvalidResponseError(ToolSourceError):

@@ -12,6 +12,7 @@ import amends_toolkit as at
 from amends_toolkit.cli._config import (
     AuthConfig,
     ConfigError,
+    LimitsConfig,
     MatchConfig,
     PolicyConfig,
     ProfileConfig,
@@ -64,6 +65,7 @@ body_timeout = 5
 allowed_hosts = ["gw.example.com", "gw.example.com:8443"]
 allowed_origins = ["https://app.example.com"]
 metrics_key = "${METRICS_KEY}"
+limits_storage = "redis://127.0.0.1:6379/0"
 
 [auth]
 type = "keys"
@@ -120,6 +122,7 @@ def test_every_binding_key_is_read(tmp_path: Path) -> None:
     assert serve.allowed_hosts == ("gw.example.com", "gw.example.com:8443")
     assert serve.allowed_origins == ("https://app.example.com",)
     assert serve.metrics_key == "${METRICS_KEY}"
+    assert serve.limits_storage == "redis://127.0.0.1:6379/0"
     assert config.auth == AuthConfig(type="keys", keys={"alice": "${ALICE_KEY}", "ci": "${CI_KEY}"})
 
 
@@ -231,6 +234,18 @@ def test_without_auth_the_file_reads_and_auth_is_none(tmp_path: Path) -> None:
             '[[sources]]\nname = "a"\nmcp = "http://x/mcp"\n[serve]\nmetrics_key = "k"\n',
             5,
             "a key written in the file is refused",
+        ),
+        (
+            '[[sources]]\nname = "a"\nmcp = "http://x/mcp"\n[serve]\n'
+            'limits_storage = "redis://:hunter2@127.0.0.1:6379"\n',
+            5,
+            "without a password",
+        ),
+        (
+            '[[sources]]\nname = "a"\nmcp = "http://x/mcp"\n[serve]\n'
+            'limits_storage = "memcached://127.0.0.1:11211"\n',
+            5,
+            'must be "memory://" or a Redis URL',
         ),
         (
             '[[sources]]\nname = "a"\nmcp = "http://x/mcp"\n[serve]\nallowed_hosts = "x"\n',
@@ -363,6 +378,7 @@ match = { keys = ["alice"] }
 sources = ["tasks"]
 presentation = "search"
 policy = { allow = ["tasks__*"], approve = ["tasks__delete_*"], block = [] }
+limits = { calls_per_minute = 600, max_in_flight = 16 }
 
 [[profiles]]
 name = "ci"
@@ -379,9 +395,15 @@ def test_profiles_are_read_in_order_with_their_defaults(tmp_path: Path) -> None:
         sources=("tasks",),
         presentation="search",
         policy=PolicyConfig(allow=("tasks__*",), approve=("tasks__delete_*",)),
+        limits=LimitsConfig(calls_per_minute=600, max_in_flight=16),
     )
-    # Every source, [serve]'s presentation, a policy that allows nothing.
-    assert (ci.sources, ci.presentation, ci.policy) == (None, None, PolicyConfig())
+    # Every source, [serve]'s presentation, a policy that allows nothing, no limits.
+    assert (ci.sources, ci.presentation, ci.policy, ci.limits) == (
+        None,
+        None,
+        PolicyConfig(),
+        LimitsConfig(),
+    )
     # No [policy]: a caller no profile matches is refused, not served an empty policy.
     assert config.policy is None
 
@@ -421,10 +443,13 @@ def test_an_oauth_profile_matches_subjects_scopes_or_claims(tmp_path: Path) -> N
         (("block = []", "deny = []"), "policy", "unknown key 'deny'"),
         (('name = "eng"', 'name = "ci"'), "name", "two profiles are named 'ci'"),
         (('name = "eng"', 'name = "default"'), "name", "[policy]'s"),
+        (("max_in_flight = 16", "max_in_flight = 0"), "limits", "whole number above 0"),
+        (("calls_per_minute = 600", "calls_per_minute = 1.5"), "limits", "whole number above 0"),
+        (("calls_per_minute = 600", "calls_per_hour = 600"), "limits", "unknown key"),
         (
-            ('presentation = "search"', "limits = { calls_per_minute = 600 }"),
+            ("limits = { calls_per_minute = 600, max_in_flight = 16 }", "limits = 600"),
             "limits",
-            "limits is not supported yet",
+            "must be a table",
         ),
     ],
 )

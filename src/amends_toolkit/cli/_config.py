@@ -21,6 +21,7 @@ The keys are binding (hosts rely on them)::
     allowed_hosts = ["gw.example.com"]        # Host values a proxy in front forwards
     allowed_origins = ["https://app.example.com"]
     metrics_key = "${METRICS_KEY}"            # /metrics only with Authorization: Bearer <it>
+    limits_storage = "redis://127.0.0.1:6379" # profiles' calls per minute (default "memory://")
 
     [auth]                      # who may call: required (see cli/_auth.py)
     type = "keys"               # or "oauth", or "none" (only on a loopback host)
@@ -35,9 +36,10 @@ The keys are binding (hosts rely on them)::
     sources = ["tasks"]                       # default: every source
     presentation = "search"                   # default: [serve]'s
     policy = { allow = ["tasks__*"], approve = [], block = [] }   # as [policy]
+    limits = { calls_per_minute = 600, max_in_flight = 16 }       # per caller (cli/_limits.py)
 
-A caller no profile matches is served by ``[policy]``; without a ``[policy]`` table, it is
-refused. A profile's ``limits`` is refused for now: it is not enforced yet (issue 28).
+A caller no profile matches is served by ``[policy]``, without limits; without a ``[policy]``
+table, it is refused.
 
 A mistake is a :class:`ConfigError` naming the file, the line (where the key is written in the
 file) and the fix; nothing is guessed and no key is ignored.
@@ -68,6 +70,7 @@ __all__ = (
     "AuthConfig",
     "ConfigError",
     "GatewayConfig",
+    "LimitsConfig",
     "MatchConfig",
     "PolicyConfig",
     "ProfileConfig",
@@ -119,6 +122,7 @@ _SERVE_KEYS: Final = frozenset(
         "allowed_hosts",
         "allowed_origins",
         "metrics_key",
+        "limits_storage",
     )
 )
 _AUTH_KEYS: Final = frozenset(("type", "issuer", "audience", "scopes", "keys"))
@@ -128,6 +132,7 @@ _HOST: Final = re.compile(r"^[^/\s@]+$")
 _POLICY_KEYS: Final = frozenset(("allow", "approve", "block"))
 _PROFILE_KEYS: Final = frozenset(("name", "match", "sources", "presentation", "policy", "limits"))
 _MATCH_KINDS: Final = ("keys", "subjects", "scopes", "claims")
+_LIMITS_KEYS: Final = ("calls_per_minute", "max_in_flight")
 DEFAULT_PROFILE: Final = "default"
 """The profile name of ``[policy]``, which serves the callers no ``[[profiles]]`` matches (in
 the audit lines and the metrics); a ``[[profiles]]`` table may not take it."""
@@ -178,6 +183,16 @@ class MatchConfig:
 
 
 @attrs.frozen(kw_only=True)
+class LimitsConfig:
+    """A profile's ``limits``, each per caller (see ``cli/_limits.py``); none: no such limit."""
+
+    calls_per_minute: int | None = None
+    """Calls one caller may begin in any 60 seconds; past it a call is refused (retryable)."""
+    max_in_flight: int | None = None
+    """Calls one caller may have running at once, across sources; past it a call is refused."""
+
+
+@attrs.frozen(kw_only=True)
 class ProfileConfig:
     """One ``[[profiles]]`` table: who it serves, and what."""
 
@@ -188,6 +203,7 @@ class ProfileConfig:
     presentation: Presentation | None = None
     """None: ``[serve]``'s."""
     policy: PolicyConfig = attrs.field(factory=lambda: PolicyConfig())
+    limits: LimitsConfig = attrs.field(factory=lambda: LimitsConfig())
 
 
 @attrs.frozen(kw_only=True)
@@ -229,6 +245,10 @@ class ServeConfig:
     """``Origin`` values let in besides ``host``'s and loopback's (``https://app.example.com``)."""
     metrics_key: str | None = None
     """The template (``${VAR}``) of the key ``/metrics`` asks for; none: ``/metrics`` is open."""
+    limits_storage: str = "memory://"
+    """Where profiles' ``calls_per_minute`` are counted: ``memory://`` (this process), or a
+    Redis URL (``redis://``, ``rediss://``, ``redis+unix://``) that replicas share, written
+    without a password or taken whole from the environment (``${VAR}``)."""
 
 
 @attrs.frozen(kw_only=True)
@@ -411,13 +431,6 @@ class _Reader:
                     + ", ".join(sorted(_PROFILE_KEYS)),
                     key,
                 )
-        if "limits" in raw:
-            # Refused rather than read and ignored: an operator who writes a limit relies on it.
-            raise fail(
-                "limits is not supported yet (issue 28): remove it; a caller's calls in flight "
-                "are bounded by [serve] max_in_flight_per_caller",
-                "limits",
-            )
         name = raw.get("name")
         if not isinstance(name, str) or not _NAME.match(name):
             raise fail("a profile needs a name of 1 to 32 letters, digits, '_' or '-'", "name")
@@ -449,7 +462,25 @@ class _Reader:
             options["presentation"] = raw["presentation"]
         if "policy" in raw:
             options["policy"] = self._policy(raw["policy"], index=index)
+        if "limits" in raw:
+            options["limits"] = self._limits(raw["limits"], fail)
         return ProfileConfig(name=name, match=match, **options)
+
+    @staticmethod
+    def _limits(raw: object, fail: Callable[[str, str], ConfigError]) -> LimitsConfig:
+        example = "limits = { calls_per_minute = 600, max_in_flight = 16 }"
+        if not isinstance(raw, dict) or not raw:
+            raise fail(f"limits must be a table, such as {example}", "limits")
+        for key, value in raw.items():
+            if key not in _LIMITS_KEYS:
+                raise fail(
+                    f"unknown key {key!r} in limits; the keys are calls_per_minute and "
+                    "max_in_flight",
+                    "limits",
+                )
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise fail(f"{key} must be a whole number above 0, as in {example}", "limits")
+        return LimitsConfig(**raw)
 
     def _match(
         self,
@@ -741,6 +772,16 @@ class _Reader:
                     "metrics_key",
                 )
             options["metrics_key"] = raw["metrics_key"]
+        if "limits_storage" in raw:
+            storage = raw["limits_storage"]
+            if not (_is_key_template(storage) or _is_storage(storage)):
+                raise fail(
+                    'limits_storage must be "memory://" or a Redis URL such as '
+                    '"redis://127.0.0.1:6379/0", without a password (take a URL that has one '
+                    'from the environment, as "${REDIS_URL}")',
+                    "limits_storage",
+                )
+            options["limits_storage"] = storage
         return ServeConfig(**options)  # type: ignore[arg-type]
 
     def _auth(self, raw: object) -> AuthConfig:
@@ -801,6 +842,16 @@ def _is_served_url(value: str) -> bool:
         return False
     parts = urlsplit(value)
     return parts.scheme == "https" or is_loopback(parts.hostname or "")
+
+
+def _is_storage(value: object) -> bool:
+    """``memory://``, or a Redis URL without a password (a secret is never written in the file)."""
+    if value == "memory://":
+        return True
+    if not isinstance(value, str):
+        return False
+    parts = urlsplit(value)
+    return parts.scheme in ("redis", "rediss", "redis+unix") and parts.password is None
 
 
 def _positive(value: object) -> bool:

@@ -9,7 +9,8 @@ endpoint, each call in a session of its own. Beside it: ``/healthz`` (open to al
 Every request to the endpoint is asked who its caller is, as ``[auth]`` says (``cli/_auth.py``),
 and is served the toolkit of its caller's profile: the first ``[[profiles]]`` that matches it
 (``cli/_profiles.py``), else ``[policy]``'s, else it is refused (403). Each profile's toolkit is
-assembled once per refresh, from its sources, under its policy and presentation. A session is
+assembled once per refresh, from its sources, under its policy and presentation; its
+``limits`` hold each caller's calls before any source sees one (``cli/_limits.py``). A session is
 its caller's alone, and each call's log line names its caller and profile. Every route is
 behind a Host and Origin check, whatever the host: its own names, loopback's, and
 ``[serve] allowed_hosts`` and ``allowed_origins``.
@@ -54,14 +55,15 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from amends_toolkit import adapters
-from amends_toolkit._errors import Failure, NameClash, ToolSourceError
+from amends_toolkit._errors import Failure, LimitExceeded, NameClash, ToolSourceError
 from amends_toolkit._log import get_logger
 from amends_toolkit._peer import cut
 from amends_toolkit.adapters import Refused, caller_of
 from amends_toolkit.adapters.mcp_front import SELECTED_SCOPE_KEY
 from amends_toolkit.cli._auth import KeyAuthenticator, OpenAuthenticator, expand_key, required_auth
-from amends_toolkit.cli._config import DEFAULT_PROFILE, ConfigError, Presentation
+from amends_toolkit.cli._config import DEFAULT_PROFILE, ConfigError, Presentation, expand_header
 from amends_toolkit.cli._connections import FILES_RESERVED, raise_open_files, timed_protocol
+from amends_toolkit.cli._limits import CallerLimits, limits_storage
 from amends_toolkit.cli._metrics import GatewayMetrics
 from amends_toolkit.cli._output import silence
 from amends_toolkit.cli._pinning import SessionPinning
@@ -84,6 +86,7 @@ if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable, Generator, Sequence
 
     from anyio.abc import TaskGroup, TaskStatus
+    from limits.storage import Storage
     from mcp.server.context import ServerRequestContext
     from mcp.server.session import ServerSession
     from starlette.applications import Starlette
@@ -114,6 +117,9 @@ MAX_UNNAMED_SHOWN = 10
 """Tools the note of those no pattern names lists (it counts them all; the log lists them all)."""
 MAX_CALLER_SHOWN = 100
 """The most characters of a caller's name (a token's ``sub``) a log line shows."""
+LIMITED = "refused_limits"
+"""The outcome, in a call's log line and the failures metric, of a call refused for its
+profile's ``limits`` (it reached no source)."""
 _LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
 
 
@@ -181,6 +187,7 @@ class Gateway:
                     what="[policy]",
                 )
             )
+        self.limits: CallerLimits | None = None
         self.refs: dict[str, ActorRef] = {}
         self.catalog: dict[str, tuple[ToolDefinition, ...]] = {}
         self.failed: dict[str, ToolSourceError] = {}
@@ -219,6 +226,12 @@ class Gateway:
         auth = required_auth(self.config)
         # Keys are read at start, before any source does work: a missing or short one stops it.
         authenticator = self._local_authenticator(auth)
+        # [policy]'s callers have no limits: the binding keys give it none (each source's share,
+        # max_in_flight_per_caller, still bounds them).
+        self.limits = CallerLimits(
+            {profile.name: profile.limits for profile in self.config.profiles},
+            storage=self._limits_storage(),
+        )
         metrics_key = (
             None
             if serve.metrics_key is None
@@ -342,6 +355,26 @@ class Gateway:
         if auth.type == "none":
             return OpenAuthenticator()
         return None
+
+    def _limits_storage(self) -> Storage:
+        """``[serve] limits_storage``, its ``${VAR}`` expanded.
+
+        Raises:
+            ConfigError: its variable is not set, or it cannot be used.
+        """
+        uri = self.config.serve.limits_storage
+        if uri.startswith("${"):
+            try:
+                uri = expand_header(uri)
+            except KeyError as missing:
+                raise ConfigError(
+                    f"{self.config.path}: [serve] limits_storage: set the environment "
+                    f"variable {missing.args[0]}"
+                ) from None
+        try:
+            return limits_storage(uri)
+        except ValueError as error:
+            raise ConfigError(f"{self.config.path}: [serve] {error}") from None
 
     @property
     def url(self) -> str:
@@ -678,15 +711,23 @@ class Gateway:
             # A metric's label names a tool served to the caller, never a client's text.
             served = params.name in front.toolkits.get(profile, ())
             outcome = "cancelled"
+            who = _caller(ctx)
+            assert self.limits is not None
             try:
-                with calling_as(_caller(ctx)):
-                    result = cast("types.CallToolResult", await call_tool(ctx, params))
+                async with self.limits.admitted(profile, who):
+                    with calling_as(who):
+                        result = cast("types.CallToolResult", await call_tool(ctx, params))
                 if result.is_error and record.code is None:
                     # Not the source's failure nor a refused approval: the toolkit refused the
                     # input before any source saw it.
                     record.code = "InvalidInputError"
                 outcome = record.code or "ok"
                 return result
+            except LimitExceeded as limited:
+                outcome = LIMITED
+                return types.CallToolResult(
+                    content=[types.TextContent(text=limited.model_message)], is_error=True
+                )
             except MCPError:
                 # The front's one protocol error of a call: a name it does not serve (or blocks).
                 outcome = "NotFoundError"
