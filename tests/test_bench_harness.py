@@ -272,3 +272,46 @@ def test_every_bench_server_names_uvicorns_parser_and_loop() -> None:
         text = (HERE / server).read_text()
         assert 'http="h11",' in text
         assert 'loop="asyncio",' in text
+
+
+@pytest.mark.parametrize(("calls", "concurrency"), [(30, 1), (7, 1), (192, 64), (307, 512), (1_536, 512)])  # fmt: skip
+async def test_the_oauth_bench_mints_one_token_for_each_call_of_its_first_seen_subject(
+    calls: int, concurrency: int
+) -> None:
+    # Each call of the first-seen subject takes a token of its own: too few and the bench stops,
+    # too many and the count is not what the harness makes.
+    from bench.gateway import calls_made, first_seen
+
+    tokens = [str(number) for number in range(calls_made(calls, concurrency, rounds=3))]
+    token = first_seen(tokens)
+    used: list[str] = []
+
+    async def call() -> None:
+        used.append(token())
+
+    await compare("g", [("a", call, "")], calls=calls, concurrency=concurrency, rounds=3)
+    assert used == tokens
+    with pytest.raises(SystemExit, match="too few tokens"):
+        token()
+
+
+def test_the_oauth_benchs_tokens_are_distinct_and_verify_with_the_key_its_issuer_serves() -> None:
+    # A first-seen token the gateway had seen already would be a remembered one.
+    import json
+
+    import jwt
+    from bench.gateway import SCOPE, Issuer
+
+    issuer = Issuer()
+    tokens = issuer.tokens(3, issuer="http://127.0.0.1:1", audience="http://127.0.0.1:2/mcp")
+    assert len(set(tokens)) == 3
+    key = jwt.PyJWK(json.loads(issuer.jwk()))
+    for token in tokens:
+        claims = jwt.decode(
+            token,
+            key,
+            algorithms=["RS256"],
+            audience="http://127.0.0.1:2/mcp",
+            issuer="http://127.0.0.1:1",
+        )
+        assert claims["scope"] == SCOPE
