@@ -14,7 +14,11 @@ A third gateway, with ``[auth] type = "oauth"``, checks JWT access tokens (RS256
 itself, before the rounds. Over the open gateway, per call: a token seen for the first time (a new
 one every call: a signature check each) and one remembered (one token for the whole run: the
 gateway's cache of verified tokens, which forgets a token after a minute or 4,096 newer ones, so
-it is checked again about once a minute).
+it is checked again about once a minute). A signature check is small against a call's other
+work in the gateway, and calls per second on a busy 2-core machine swing more than that, so the
+figure that tells is the servers' CPU per call (every server process's, all idle but the
+subject's gateway and the SDK's server behind it), over the open gateway's in the same rounds:
+:meth:`~bench._harness.Figure.server_cpu_against`, in the report's targets.
 """
 
 from __future__ import annotations
@@ -37,6 +41,8 @@ from bench._harness import (
     WARM_CALLERS,
     Call,
     Figure,
+    Server,
+    ServerClock,
     compare,
     free_port,
     pool_limits,
@@ -58,9 +64,9 @@ REMEMBERED = "through the gateway, a JWT remembered"
 
 
 @contextlib.contextmanager
-def gateway_process(upstream: int, auth: str = '[auth]\ntype = "none"\n') -> Iterator[int]:
+def gateway_process(upstream: int, auth: str = '[auth]\ntype = "none"\n') -> Iterator[Server]:
     """``amends-toolkit serve`` over the server at ``upstream``, with this ``[auth]``; yields the
-    gateway's port."""
+    gateway's port and process."""
     port = free_port()
     with tempfile.TemporaryDirectory() as directory:
         config = Path(directory) / "gateway.toml"
@@ -79,8 +85,8 @@ def gateway_process(upstream: int, auth: str = '[auth]\ntype = "none"\n') -> Ite
                 "OTHER_KEY": secrets.token_urlsafe(32),
             },
             quiet=True,
-        ):
-            yield port
+        ) as pid:
+            yield Server(port=port, pid=pid)
 
 
 def serves(port: int) -> bool:
@@ -123,6 +129,15 @@ class Issuer:
                 jwt.encode(claims, self._key, algorithm="RS256", headers={"kid": "bench"})
             )
         return tokens
+
+
+def servers_clock(servers: Sequence[Server]) -> ServerClock | None:
+    """The CPU seconds all of ``servers`` have spent so far (the SDK's server and every gateway:
+    those a subject does not call are idle in its turns), or ``None`` without such clocks."""
+    clocks = [server.cpu_clock() for server in servers]
+    if None in clocks:
+        return None
+    return lambda: sum(clock() for clock in clocks if clock is not None)
 
 
 def oauth(issuer: str) -> str:
@@ -187,12 +202,13 @@ async def run(*, scale: float, rounds: int) -> Sequence[Figure]:
     with (
         server_process("_mcp_bench_server.py") as upstream,
         server_process("_oauth_issuer.py", signer.jwk()) as issuer_server,
-        gateway_process(upstream.port) as port,
-        gateway_process(upstream.port, KEYS) as keyed_port,
+        gateway_process(upstream.port) as open_gateway,
+        gateway_process(upstream.port, KEYS) as keyed,
     ):
         issuer = f"http://127.0.0.1:{issuer_server.port}"
-        with gateway_process(upstream.port, oauth(issuer)) as oauth_port:
-            oauth_url = f"http://127.0.0.1:{oauth_port}/mcp"
+        with gateway_process(upstream.port, oauth(issuer)) as oauthed:
+            oauth_url = f"http://127.0.0.1:{oauthed.port}/mcp"
+            server = servers_clock([upstream, open_gateway, keyed, oauthed])
             # One token for the whole run: after its first call, the gateway remembers it.
             (remembered,) = signer.tokens(1, issuer=issuer, audience=oauth_url)
             for concurrency, calls in CALLS.items():
@@ -207,7 +223,7 @@ async def run(*, scale: float, rounds: int) -> Sequence[Figure]:
                     group = f"gateway, {concurrency} client(s) at a time"
                     print(f"  {group}", flush=True)
                     direct = "the SDK's server directly"
-                    gateway = f"http://127.0.0.1:{port}/mcp"
+                    gateway = f"http://127.0.0.1:{open_gateway.port}/mcp"
                     figures += await compare(
                         group,
                         [
@@ -221,7 +237,7 @@ async def run(*, scale: float, rounds: int) -> Sequence[Figure]:
                                 KEYED,
                                 caller(
                                     client,
-                                    f"http://127.0.0.1:{keyed_port}/mcp",
+                                    f"http://127.0.0.1:{keyed.port}/mcp",
                                     "bench__echo",
                                     lambda: KEY,
                                 ),
@@ -241,5 +257,6 @@ async def run(*, scale: float, rounds: int) -> Sequence[Figure]:
                         calls=scaled,
                         concurrency=concurrency,
                         rounds=rounds,
+                        server=server,
                     )
     return figures

@@ -120,6 +120,38 @@ def test_a_throughput_against_another_subject_pairs_their_rounds() -> None:
     assert ours.throughput_against(theirs) == 2.0
 
 
+def test_the_servers_cpu_per_call_against_another_subject_pairs_their_rounds() -> None:
+    def figure(*rounds: tuple[float, float | None]) -> Figure:
+        return Figure(
+            group="g",
+            subject="s",
+            baseline="s",
+            calls_per_second=1.0,
+            p50_ms=1.0,
+            p99_ms=1.0,
+            cpu_us_per_call=1.0,
+            throughput_ratio=1.0,
+            cpu_ratio=1.0,
+            rounds=tuple(
+                Sample(
+                    calls_per_second=rate,
+                    p50_ms=1.0,
+                    p99_ms=1.0,
+                    cpu_us_per_call=1.0,
+                    server_cpu_share=share,
+                )
+                for rate, share in rounds
+            ),
+        )
+
+    # CPU per call is the share over the rate: 1 ms, 1 ms, 4 ms against 2 ms, 0.5 ms, 1 ms a
+    # call; round by round 0.5x, 2x and 4x: the median is 2x
+    ours = figure((500, 0.5), (1_000, 1.0), (250, 1.0))
+    theirs = figure((250, 0.5), (1_000, 0.5), (1_000, 1.0))
+    assert ours.server_cpu_against(theirs) == pytest.approx(2.0)
+    assert ours.server_cpu_against(figure((1, None), (1, 1.0), (1, 1.0))) is None
+
+
 @pytest.mark.parametrize(
     ("kind", "kept"), [(httpx.Limits, HTTPX_KEEP_ALIVE), (httpx2.Limits, KEEP_ALIVE)]
 )
