@@ -260,9 +260,14 @@ def main() -> None:
             measures += search.run()
         else:
             run = {"mcp": mcp_client.run, "http": http_source.run, "gateway": gateway.run}[suite]
-            figures += anyio.run(
+            measured = anyio.run(
                 functools.partial(run, scale=arguments.scale, rounds=arguments.rounds)
             )
+            figures += measured
+            if suite == "gateway":
+                measures += anyio.run(
+                    functools.partial(gateway.checks, measured, rounds=arguments.rounds)
+                )
         took[suite] = round(time.monotonic() - began)
     info = machine()
     info["seconds"] = round(time.monotonic() - started)

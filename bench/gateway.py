@@ -27,20 +27,25 @@ import contextlib
 import json
 import os
 import secrets
+import statistics
 import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
+import httpx
 import httpx2
 import jwt
 from cryptography.hazmat.primitives.asymmetric import rsa
+from starlette.requests import Request
 
+from amends_toolkit.cli._oauth_resource import OAuthResource
 from bench._harness import (
     WARM_CALLERS,
     Call,
     Figure,
+    Measure,
     Server,
     ServerClock,
     compare,
@@ -260,3 +265,61 @@ async def run(*, scale: float, rounds: int) -> Sequence[Figure]:
                         server=server,
                     )
     return figures
+
+
+CHECKS = 400
+"""Tokens a round of :func:`checks` checks, each for the first time."""
+
+
+async def checks(figures: Sequence[Figure], *, rounds: int) -> list[Measure]:
+    """The gateway's own check of a token (``OAuthResource.authenticate``, in this process: the
+    signature, the claims, the cache), first seen and remembered, in CPU time per check (the
+    medians of ``rounds``), each over the servers' CPU per call through the open gateway at one
+    client (``figures``): the share of a call a check is, which the side-by-side figures cannot
+    resolve on a busy machine (their rounds swing by more)."""
+    signer = Issuer()
+    issuer, audience = "http://127.0.0.1:1", "http://127.0.0.1:2/mcp"
+    jwks = {"keys": [json.loads(signer.jwk())]}
+
+    def issuer_answer(request: httpx.Request) -> httpx.Response:
+        if request.url.path == "/jwks":
+            return httpx.Response(200, json=jwks)
+        return httpx.Response(200, json={"issuer": issuer, "jwks_uri": f"{issuer}/jwks"})
+
+    def request(token: str) -> Request:
+        header = (b"authorization", f"Bearer {token}".encode())
+        return Request({"type": "http", "method": "POST", "path": "/mcp", "headers": [header]})
+
+    async with httpx.AsyncClient(transport=httpx.MockTransport(issuer_answer)) as client:
+        resource = OAuthResource(issuer=issuer, resource=audience, client=client)
+        (remembered,) = signer.tokens(1, issuer=issuer, audience=audience)
+        await resource.authenticate(request(remembered))  # the keys fetched, the token kept
+        first: list[float] = []
+        again: list[float] = []
+        for _ in range(rounds):
+            fresh = [request(t) for t in signer.tokens(CHECKS, issuer=issuer, audience=audience)]
+            kept = [request(remembered)] * CHECKS
+            for requests, times in ((fresh, first), (kept, again)):
+                started = time.process_time()
+                for each in requests:
+                    await resource.authenticate(each)
+                times.append((time.process_time() - started) / CHECKS * 1e6)
+    call = next(
+        (f for f in figures if f.subject == OPEN and f.group.startswith("gateway, 1 ")),
+        None,
+    )
+    per_call = 0.0
+    if call is not None and call.server_cpu_share:
+        per_call = call.server_cpu_share / call.calls_per_second * 1e6
+    baseline = "the servers' CPU per call through the open gateway, 1 client" if per_call else ""
+    return [
+        Measure(
+            group="the gateway's OAuth check, in process",
+            subject=subject,
+            value=statistics.median(times),
+            unit="µs",
+            baseline=baseline,
+            baseline_value=per_call,
+        )
+        for subject, times in (("a JWT first seen", first), ("a JWT remembered", again))
+    ]
