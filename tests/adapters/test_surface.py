@@ -8,8 +8,12 @@ from amends_toolkit import adapters, runtime
 def test_the_adapters_namespace_is_pinned() -> None:
     assert at.adapters is adapters
     assert adapters.__all__ == (
+        "Authenticator",
+        "Caller",
+        "Refused",
         "ToolCaller",
         "anthropic_tools",
+        "caller_of",
         "mcp_server",
         "openai_responses_tools",
         "openai_tools",
