@@ -74,7 +74,7 @@ class RawServer:
                         body = _read_request(connection)
                         if body is None:
                             break
-                        seen.append(body.get("method", "response"))
+                        seen.append(str(body.get("method", "response")))
                         if action == "read and close":
                             break
                         _answer(connection, body)
@@ -137,12 +137,12 @@ def raw_server(*plans: list[Action]) -> Iterator[RawServer]:
         yield server
 
 
-@pytest.mark.parametrize("library", [httpx, httpx2], ids=["httpx", "httpx2"])
+@pytest.mark.parametrize("client_class", [httpx.AsyncClient, httpx2.AsyncClient])
 async def test_a_call_on_a_kept_alive_connection_reset_unread_is_sent_again(
-    library: type[httpx],
+    client_class: type[httpx.AsyncClient] | type[httpx2.AsyncClient],
 ) -> None:
     with raw_server(["answer", "reset unread"], ["answer"]) as server:
-        async with library.AsyncClient() as client:
+        async with client_class() as client:
             source = at.mcp.http(name="s", url=server.url, client=client)
             async with source.lifespan():
                 assert await source.call("echo", {}) == {"said": "hi"}
