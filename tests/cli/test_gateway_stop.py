@@ -74,7 +74,6 @@ async def test_sigterm_mid_call_lets_the_call_finish_and_stops_everything(
         Client(url, cache=None) as latecomer,
         anyio.create_task_group() as tasks,
     ):
-
         # Listed first: the SDK's client lists the tools after a call's answer to check it
         # against a tool's output schema it has not seen, and by then the gateway, its last
         # call done, has stopped listening (on a busy machine, before that listing connects).
