@@ -19,8 +19,10 @@ if TYPE_CHECKING:
 
 __all__ = ("MAX_LOG_FIELD", "get_logger")
 
-MAX_LOG_FIELD: Final = 1_000
-"""The most characters of one text field of a log line; a longer one is cut (ending in ``…``)."""
+MAX_LOG_FIELD: Final = 4_096
+"""The most characters of one text field of a log line; a longer one is cut (ending in ``…``).
+As long as a stdio server's stderr line is logged in pieces of (``MAX_STDERR_LINE``, bytes), so that a
+piece is never cut again."""
 
 logging.getLogger("amends_toolkit").addHandler(logging.NullHandler())
 

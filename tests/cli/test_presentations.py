@@ -6,12 +6,16 @@ stops it) over a stdio source, with the official SDK's client calling it over lo
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import sys
+import threading
 from pathlib import Path
 
 import anyio
+import anyio.to_thread
+import httpx
 import mcp_types as types
 import pytest
 from mcp import Client
@@ -19,6 +23,9 @@ from mcp import Client
 from amends_toolkit.cli._config import load_config
 from amends_toolkit.cli._gateway import Gateway
 from amends_toolkit.cli._output import Output
+from amends_toolkit.presentations import SearchIndex
+from amends_toolkit.presentations._index import Hits
+from amends_toolkit.presentations._search import MAX_QUERY_LENGTH
 
 pytestmark = pytest.mark.anyio
 
@@ -68,3 +75,58 @@ presentation = "{presentation}"
             assert not added.is_error, text(added)
             assert '"result": 5' in text(added)
         gateway.stop(reason="the test is done")
+
+
+async def test_healthz_answers_while_a_search_of_the_longest_query_ranks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The search is held in its ranking until /healthz has answered. Ranked on the event loop,
+    # it would hold the loop too: /healthz could not answer, and the search would give up.
+    begun, released = threading.Event(), threading.Event()
+    rank = SearchIndex.rank
+
+    def held(index: SearchIndex, query: str, limit: int) -> Hits:
+        begun.set()
+        if not released.wait(20):
+            raise AssertionError("the search held the event loop")
+        return rank(index, query, limit)
+
+    monkeypatch.setattr(SearchIndex, "rank", held)
+    config = tmp_path / "gateway.toml"
+    config.write_text(
+        f"""
+[[sources]]
+name = "grower"
+stdio = [{json.dumps(sys.executable)}, {json.dumps(str(UPSTREAM))}, "stdio"]
+env = {{ PYTHONPATH = {json.dumps(os.pathsep.join(sys.path))} }}
+
+[policy]
+allow = ["grower__*"]
+
+[serve]
+port = 0
+presentation = "search"
+"""
+    )
+    # distinct words of letters, all but the first no tool's, up to the longest query
+    query = " ".join(["add", *("".join(word) for word in itertools.product("bcdfg", repeat=4))])
+    query = query[:MAX_QUERY_LENGTH]
+    gateway = Gateway(load_config(config), output=Output())
+    async with anyio.create_task_group() as tasks:
+        port = await tasks.start(gateway.run)
+        found: list[types.CallToolResult] = []
+
+        async def search() -> None:
+            async with Client(f"http://127.0.0.1:{port}/mcp", cache=None) as client:
+                found.append(await client.call_tool("tool_search", {"query": query, "limit": 1}))
+            gateway.stop(reason="the test is done")
+
+        tasks.start_soon(search)
+        assert await anyio.to_thread.run_sync(begun.wait, 20), "the search never began"
+        async with httpx.AsyncClient() as http:
+            health = await http.get(f"http://127.0.0.1:{port}/healthz")
+        released.set()
+    assert health.status_code == 200
+    [answer] = found
+    assert not answer.is_error, text(answer)
+    assert [t["name"] for t in json.loads(text(answer))["tools"]] == ["grower__add"]

@@ -10,9 +10,9 @@ from amends_toolkit.presentations._index import (
     SearchIndex,
     _add,
     _at_least,
-    _mask,
     _nth_largest,
     _positions,
+    _Term,
     parameter_text,
     query_terms,
     stem,
@@ -293,10 +293,45 @@ def test_a_query_word_begins_only_words_it_is_not_itself() -> None:
     assert names(pairs, "reposit") == ["star_repo"]
 
 
-def test_a_query_word_scores_for_a_word_of_the_catalog_it_begins() -> None:
+def test_a_query_word_longer_than_a_tool_s_word_never_matches_it() -> None:
     pairs = [("health_check", "Checks the service."), ("list_items", "Lists items.")]
-    assert names(pairs, "healthy") == ["health_check"]
+    assert names(pairs, "healthy") == []
     assert names(pairs, "musical") == []
+
+
+REPORTS = [(f"report_{i:02}", f"Report {i} of the quarter.") for i in range(12)] + [
+    ("github__delete_repo", "Delete a repository."),
+    ("github__create_repo", "Create a repository."),
+    ("github__list_issues", "List the issues of a repository."),
+    ("github__create_issue", "Open an issue in a repository."),
+    ("github__get_user", "Read a user's profile."),
+]
+
+
+def test_a_word_of_the_tools_names_ranks_them_above_a_shorter_word_it_begins() -> None:
+    # issue 32, item 8: "report" does not begin "repo", and a rarer "repo" must not win
+    hits = index(REPORTS).rank("report", 20)
+    assert [REPORTS[p][0] for p in hits.positions] == [name for name, _ in REPORTS[:12]]
+    assert hits.matched == 12
+
+
+def test_a_partial_match_never_outranks_an_exact_one_of_the_same_word() -> None:
+    # Words that begin one another; none a verb of RELATED, so only the prefix rule joins them.
+    vocabulary = ["rep", "repo", "report", "reporter", "repository", "star", "start", "stat"]
+    rng = random.Random(32)
+    for _ in range(200):
+        pairs = [
+            (
+                "_".join(rng.choices(vocabulary, k=rng.randint(1, 2))),
+                " ".join(rng.choices(vocabulary, k=rng.randint(0, 4))) + ".",
+            )
+            for _ in range(rng.randint(2, 30))
+        ]
+        for word in vocabulary:
+            exact = {i for i, (name, text) in enumerate(pairs) if word in words(f"{name} {text}")}
+            ranked = list(index(pairs).rank(word, len(pairs)).positions)
+            # every tool that holds the word itself comes before every one that does not
+            assert set(ranked[: len(exact)]) == exact, (word, pairs)
 
 
 def test_keywords_find_a_tool_and_count_as_a_word_of_its_description() -> None:
@@ -381,9 +416,13 @@ def test_a_kind_alone_makes_no_tool_match() -> None:
     assert built.rank("show", 5).positions == ()
 
 
+def _mask(docs: list[int]) -> int:
+    return sum(1 << doc for doc in docs)
+
+
 def _planes(values: list[int]) -> list[int]:
     return [
-        _mask([doc for doc, value in enumerate(values) if value >> bit & 1], len(values))
+        _mask([doc for doc, value in enumerate(values) if value >> bit & 1])
         for bit in range(max(values).bit_length())
     ]
 
@@ -402,7 +441,7 @@ def test_bit_planes_add_rank_and_compare_every_tool_at_once() -> None:
         assert [_value(total, doc) for doc in range(size)] == list(
             map(sum, zip(left, right, strict=True))
         )
-        among = _mask([doc for doc in range(size) if rng.random() < 0.7], size)
+        among = _mask([doc for doc in range(size) if rng.random() < 0.7])
         kept = [left[doc] for doc in _positions(among)]
         if not kept:
             continue
@@ -412,6 +451,18 @@ def test_bit_planes_add_rank_and_compare_every_tool_at_once() -> None:
         least = rng.randrange(4097)
         expected = [doc for doc in _positions(among) if left[doc] >= least]
         assert _positions(_at_least(_planes(left), least, among)) == expected
+
+
+def test_a_words_planes_hold_each_tools_score_in_whole_units_and_its_mask_the_tools() -> None:
+    rng = random.Random(7)
+    for size in (0, 1, 7, 8, 9, 300):
+        docs = rng.sample(range(size), rng.randint(0, size))
+        scores = {doc: rng.uniform(0.0, 4095.0) for doc in docs}
+        term = _Term(scores, size, 1.0)
+        assert term.mask == _mask(docs)
+        assert [_value(term.planes, doc) for doc in range(size)] == [
+            int(scores.get(doc, 0.0)) for doc in range(size)
+        ]
 
 
 def test_the_tools_scored_exactly_hold_every_tool_that_can_be_among_the_best() -> None:
@@ -434,3 +485,10 @@ def test_the_tools_scored_exactly_hold_every_tool_that_can_be_among_the_best() -
         nth = sorted(scores, reverse=True)[limit - 1]
         best = {doc for doc, score in enumerate(scores) if score >= nth}
         assert best <= set(_positions(built._candidates(rows, limit, matching)))
+
+
+@pytest.mark.parametrize("option", ["prefix_factor", "related_factor"])
+@pytest.mark.parametrize("factor", [-0.5, 1.5])
+def test_a_form_may_not_score_more_than_the_word_itself(option: str, factor: float) -> None:
+    with pytest.raises(ValueError, match=f"{option} must be from 0 to 1"):
+        SearchIndex(MESSAGES, **{option: factor})

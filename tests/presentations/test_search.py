@@ -415,3 +415,31 @@ async def test_the_built_in_ranker_reads_keywords_and_annotations_the_model_is_n
     tools = cast("list[JsonObject]", answer["tools"])
     assert set(tools[0]) == {"name", "description", "inputSchema"}
     assert "channels" not in str(answer)
+
+
+async def test_a_search_for_a_word_ranks_the_tools_named_by_it_above_a_shorter_word_s() -> None:
+    # issue 32, item 8: "report" found github__delete_repo first, "repo" being rarer
+    reports = Recording("reports")
+    github = Recording("github")
+    toolkit = at.assemble(
+        [
+            at.Member(reports, [define(f"report_{i:02}", "A report.") for i in range(12)]),
+            at.Member(
+                github,
+                [
+                    define(name, text)
+                    for name, text in (
+                        ("delete_repo", "Delete a repository."),
+                        ("create_repo", "Create a repository."),
+                        ("list_issues", "List a repository's issues."),
+                        ("create_issue", "Open an issue."),
+                        ("get_user", "Read a user."),
+                    )
+                ],
+            ),
+        ],
+        allow_all,
+    )
+    answer = await search(at.tool_search(toolkit), {"query": "report", "limit": 20})
+    assert found(answer) == [f"reports__report_{i:02}" for i in range(12)]
+    assert answer["matched"] == 12

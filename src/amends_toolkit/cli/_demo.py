@@ -15,7 +15,8 @@ Run: ``amends-toolkit demo`` (``./scripts/demo`` makes a venv and runs it).
 from __future__ import annotations
 
 import json
-from contextlib import asynccontextmanager
+import logging
+from contextlib import asynccontextmanager, contextmanager
 from typing import TYPE_CHECKING, Annotated
 
 import anyio
@@ -32,7 +33,7 @@ import amends_toolkit as at
 from amends_toolkit.cli._output import Output
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator
+    from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 
     from starlette.requests import Request
     from starlette.types import ASGIApp, Receive, Scope, Send
@@ -204,10 +205,74 @@ def show(title: str, value: object) -> None:
         _output.json(value, limit=700)
 
 
+class Host:
+    """The host's side of the model's calls, each printed under the call it belongs to: the
+    approvals it asks a person for, the error behind a failure (``on_error``, which runs before
+    the call returns), and a name the policy blocked, which the model reads as no such tool."""
+
+    def __init__(self, blocked: Mapping[str, tuple[str, str]]) -> None:
+        self.blocked = blocked
+        self.seen: list[str] = []
+
+    async def approve(self, name: str, input: at.JsonObject) -> bool:
+        # The person says yes to tasks and no to notes, through tool_call too.
+        answer = str(input["name"] if name == "tool_call" else name).startswith("tasks__")
+        print(f"   ? approve {name}({json.dumps(input)}) -> {'yes' if answer else 'no'}")
+        return answer
+
+    def on_error(self, name: str, error: at.ToolSourceError) -> None:
+        self.seen.append(f"the host sees {type(error).__name__} from {error.source} behind {name}")
+
+    async def call(self, session: at.Session, name: str, input: at.JsonObject) -> None:
+        """Run one call of the model and print it, what the model reads, and what the host saw."""
+        print(f"-> {name}({json.dumps(input)})")
+        result = await session.call(name, input)
+        print(f"   {json.dumps(result)[:300]}")
+        if (
+            name in self.blocked
+            and isinstance(result, dict)
+            and result.get("code") == "NotFoundError"
+        ):
+            source, tool = self.blocked[name]
+            self.seen.append(
+                f"the host: {name} is blocked by the policy (source {source}, tool {tool}); "
+                "the model reads NotFoundError"
+            )
+        for seen in self.seen:
+            print(f"   ! {seen}")
+        self.seen.clear()
+
+
+def table(columns: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
+    """A table, its columns named on a terminal and piped alike: the demo's reader is a person
+    wherever it goes (``inspect`` keeps its piped rows bare, for ``cut`` and ``awk``)."""
+    _output.table(columns, rows if _output.fancy else [columns, *rows])
+
+
+@contextmanager
+def quiet(*loggers: str) -> Iterator[None]:
+    """Loggers that say nothing below CRITICAL within the block, their levels restored after."""
+    levels = {name: logging.getLogger(name).level for name in loggers}
+    for name in loggers:
+        logging.getLogger(name).setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        for name, level in levels.items():
+            logging.getLogger(name).setLevel(level)
+
+
 async def run_demo(output: Output | None = None) -> None:
     """The demo, printed through ``output`` (rich on a terminal, plain text otherwise)."""
     global _output
     _output = output or Output()
+    # The embedded server logs each failure of its tools ("Error calling tool ..."); amid the
+    # output that read like a crash. The demo shows each failure as the host sees it instead.
+    with quiet("fastmcp"):
+        await _run()
+
+
+async def _run() -> None:
     async with (
         serve(tasks_server()) as tasks_url,
         serve(notes_server()) as notes_url,
@@ -281,28 +346,24 @@ async def run_demo(output: Output | None = None) -> None:
                 return "block"  # this host keeps other people's notes from the model
             return "allow"
 
-        toolkit = at.assemble(
-            [at.Member(ref, catalog[ref.name]) for ref in (tasks, notes, weather_source)], decide
-        )
+        members = [at.Member(ref, catalog[ref.name]) for ref in (tasks, notes, weather_source)]
+        toolkit = at.assemble(members, decide)
+        # What the policy keeps from the model, by the names the model would call it: the host
+        # knows, the model reads only that there is no such tool.
+        everything = at.assemble(members, lambda source, definition: "allow")
+        blocked = {n: everything.source_tool(n) for n in everything.tools if n not in toolkit}
         _output.title("The toolkit of the turn")
-        _output.table(
+        table(
             ["tool", "needs approval"],
             [
                 [name, "yes" if tool.needs_approval is not False else "no"]
                 for name, tool in toolkit.tools.items()
             ],
         )
+        _output.line(f"blocked by the policy, so not in it: {', '.join(blocked)}")
+        host = Host(blocked)
 
-        async def approve(name: str, input: at.JsonObject) -> bool:
-            # The person says yes to tasks and no to notes, through tool_call too.
-            answer = str(input["name"] if name == "tool_call" else name).startswith("tasks__")
-            print(f"   ? approve {name}({json.dumps(input)}) -> {'yes' if answer else 'no'}")
-            return answer
-
-        def on_error(name: str, error: at.ToolSourceError) -> None:
-            print(f"   ! the host sees {type(error).__name__} from {error.source} behind {name}")
-
-        async with at.Session(toolkit, approve=approve, on_error=on_error) as session:
+        async with at.Session(toolkit, approve=host.approve, on_error=host.on_error) as session:
             _output.title("The model's calls, each read as a result")
             calls: list[tuple[str, at.JsonObject]] = [
                 ("tasks__add_task", {"title": "Buy bread"}),
@@ -316,8 +377,7 @@ async def run_demo(output: Output | None = None) -> None:
                 ("weather__get_weather", {"city": "Lisbon", "unit": "celsius"}),
             ]
             for name, input in calls:
-                result = await session.call(name, input)
-                print(f"-> {name}({json.dumps(input)})\n   {json.dumps(result)[:300]}")
+                await host.call(session, name, input)
 
         # A client without the credentials: the model reads an AuthenticationError, nothing more.
         async with httpx.AsyncClient() as stranger:
@@ -325,20 +385,19 @@ async def run_demo(output: Output | None = None) -> None:
                 name="weather", base_url=notes_url, operations=[weather], client=stranger
             )
             bare = at.source_toolkit(locked, [weather.definition])
-            async with at.Session(bare, approve=approve, on_error=on_error) as session:
-                show("Without credentials", await session.call("get_weather", {"city": "Porto"}))
+            async with at.Session(bare, approve=host.approve, on_error=host.on_error) as session:
+                _output.title("Without credentials")
+                await host.call(session, "get_weather", {"city": "Porto"})
 
         # Tool search: the same toolkit as two tools, whatever its size.
         searched = at.tool_search(toolkit)
         show("Tool search presents", list(searched.tools))
         found = await searched.call("tool_search", {"query": "remove a task", "limit": 2})
         show("tool_search('remove a task')", found)
-        async with at.Session(searched, approve=approve, on_error=on_error) as session:
-            show(
-                "tool_call asks approval as the tool itself would",
-                await session.call(
-                    "tool_call", {"name": "tasks__delete_task", "input": {"task_id": 2}}
-                ),
+        async with at.Session(searched, approve=host.approve, on_error=host.on_error) as session:
+            _output.title("tool_call asks approval as the tool itself would")
+            await host.call(
+                session, "tool_call", {"name": "tasks__delete_task", "input": {"task_id": 2}}
             )
 
         # Code mode: one tool, execute, that runs Python in the Monty sandbox, which reaches
@@ -353,19 +412,15 @@ async def run_demo(output: Output | None = None) -> None:
                 'forecast = await tools.weather__get_weather({"city": "Porto"})\n'
                 'return {"open": [t["title"] for t in tasks], "high": forecast["high"]}'
             )
-            async with at.Session(coded, approve=approve, on_error=on_error) as session:
-                show(
-                    "execute: three tool calls in one run",
-                    await session.call("execute", {"code": code}),
-                )
-                show(
-                    "execute: code that fails is a result too",
-                    await session.call("execute", {"code": "return 1 / 0"}),
-                )
+            async with at.Session(coded, approve=host.approve, on_error=host.on_error) as session:
+                _output.title("execute: three tool calls in one run")
+                await host.call(session, "execute", {"code": code})
+                _output.title("execute: code that fails is a result too")
+                await host.call(session, "execute", {"code": "return 1 / 0"})
 
         show("In OpenAI's request format (never strict)", at.adapters.openai_tools(toolkit)[:1])
         _output.title("Actors")
-        _output.table(
+        table(
             ["source", "queued", "in flight", "restarts", "state"],
             [
                 [ref.name, str(s.queued), str(s.in_flight), str(s.restarts), s.state]

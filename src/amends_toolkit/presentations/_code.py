@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from typing import TYPE_CHECKING, Literal, TypeAlias
 
 import anyio
@@ -17,6 +18,7 @@ from amends_toolkit._errors import Failure, UnknownError
 from amends_toolkit._log import get_logger
 from amends_toolkit.presentations._declarations import declare
 from amends_toolkit.presentations._runtimes import (
+    MAX_CODE_LENGTH,
     MAX_LOG_LENGTH,
     CodeError,
     MontyRuntime,
@@ -25,7 +27,6 @@ from amends_toolkit.presentations._runtimes import (
     attributes,
 )
 from amends_toolkit.runtime import DENIED, Tool, ToolEntry, Toolkit, asking, untimed
-from amends_toolkit.runtime._toolkit import run_entry
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -34,13 +35,17 @@ if TYPE_CHECKING:
     from amends_toolkit.presentations._runtimes import CodeRuntime
     from amends_toolkit.runtime._toolkit import Ask
 
-__all__ = ("EXECUTE", "ApprovalMode", "CodeTools", "code_mode")
+__all__ = ("EXECUTE", "MAX_INPUT_LENGTH", "ApprovalMode", "CodeTools", "code_mode")
 
 EXECUTE = "execute"
 """The name of the tool that runs code."""
 
 ApprovalMode: TypeAlias = Literal["split", "ask"]
 """Where a tool that needs approval goes: beside ``execute`` (``"split"``), or into the code."""
+
+MAX_INPUT_LENGTH = 1_000_000
+"""The most characters of JSON a tool call from code may send: a model's own call is bounded by
+the request that carries it, and one from code by nothing else (its sandbox holds 256 MiB)."""
 
 _log = get_logger(__name__)
 
@@ -52,6 +57,7 @@ def code_mode(
     timeout: float = 60.0,
     max_result_length: int = 50_000,
     max_log_length: int = MAX_LOG_LENGTH,
+    max_code_length: int = MAX_CODE_LENGTH,
     approval: ApprovalMode = "split",
     type_check: bool = False,
 ) -> Toolkit:
@@ -64,10 +70,14 @@ def code_mode(
     ``{"result": ..., "logs": [...]}``, ``result`` being ``None`` when the code returns nothing.
     ``execute``'s description declares the tools as Python stubs written from their schemas.
     Output past ``max_log_length`` characters is dropped, and the last log line says how much.
+    Code longer than ``max_code_length`` characters is refused (``InvalidInputError``, as any
+    input ``execute``'s schema refuses) before anything reads it.
 
     A tool is called from code as a model calls it directly: its input is checked against its
     schema and it runs in the toolkit; a failure (``NotFoundError`` for a name that is no tool,
     ``InvalidInputError``, the source's own) raises ``ToolError`` in the code, which it may catch.
+    An input of more than :data:`MAX_INPUT_LENGTH` characters of JSON is refused unread
+    (``InvalidInputError``).
 
     A run fails as a result the model reads (``at.Failure`` JSON): ``CodeError`` when the code
     raised (with what it logged before), did not type-check (``type_check``) or made more tool
@@ -99,15 +109,16 @@ def code_mode(
         timeout: The most seconds a run may take, its tool calls included, a person's wait not.
         max_result_length: The most characters the JSON of a run's answer may have.
         max_log_length: The most characters of a run's printed output kept.
+        max_code_length: The most characters of code a run takes (``execute``'s schema says it).
         approval: ``"split"`` or ``"ask"``, as above.
         type_check: Type-check the code against the declarations before it runs (Monty's
             checker): an unknown tool, a missing required key or a wrong type is a ``CodeError``
             naming its line, and no tool runs.
 
     Raises:
-        ValueError: ``timeout`` is not a positive, finite number; ``max_result_length`` or
-            ``max_log_length`` not a positive whole number; ``approval`` neither mode; or
-            ``type_check`` asked of a runtime other than :class:`MontyRuntime`.
+        ValueError: ``timeout`` is not a positive, finite number; ``max_result_length``,
+            ``max_log_length`` or ``max_code_length`` not a positive whole number; ``approval``
+            neither mode; or ``type_check`` asked of a runtime other than :class:`MontyRuntime`.
         NameClash: A tool that needs approval is named ``execute`` (``"split"``).
     """
     if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout > 0:
@@ -117,6 +128,7 @@ def code_mode(
     for option, value in (
         ("max_result_length", max_result_length),
         ("max_log_length", max_log_length),
+        ("max_code_length", max_code_length),
     ):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ValueError(f"{option} must be a positive whole number, not {value!r}")
@@ -156,12 +168,11 @@ def code_mode(
                 " in) and was stopped. Do less in one run, or fewer tool calls.",
             )
         answer: JsonValue = {"result": result, "logs": [*logs]}
-        length = len(json.dumps(answer, ensure_ascii=False))
-        if length > max_result_length:
+        if _longer(answer, max_result_length):
             raise Failure(
                 code="ResultTooLarge",
-                message=f"The code's answer is {length} characters of JSON, more than the"
-                f" {max_result_length} allowed. Return less: filter, count or summarize in the"
+                message=f"The code's answer is more than {max_result_length} characters of JSON,"
+                " the most a run may give. Return less: filter, count or summarize in the"
                 " code, and print less.",
             )
         return answer
@@ -170,7 +181,7 @@ def code_mode(
     description = _description(tools.declarations, tools.apart, max_calls)
     return Toolkit.from_entries(
         [
-            ToolEntry(tool=_execute_tool(description), handler=execute),
+            ToolEntry(tool=_execute_tool(description, max_code_length), handler=execute),
             *(toolkit.entry(name) for name in tools.apart),
         ]
     )
@@ -222,20 +233,15 @@ class CodeTools:
                 f" call it: it is a tool of its own beside `{EXECUTE}`. Call {name} directly"
                 f" (not from code), then use its result in another run.",
             )
-        if name not in self.declared:
-            raise ToolError(code="NotFoundError", message=f"There is no tool {name!r} to call.")
         if self.needed(name, input):
             # the runtime asks needed() first; a runtime that did not reaches here
             raise ToolError(code="ApprovalRequired", message=_UNASKED)
-        result = await self.toolkit.invoke(name, input)
-        if result.failure is not None:
-            raise ToolError(code=result.failure.code, message=result.failure.message)
-        return result.value
+        return await self._run(name, input, approved=False)
 
     def needed(self, name: str, input: JsonObject) -> bool:
         """Whether this call of a declared tool waits for a person (its input being valid)."""
-        if name not in self.declared:
-            return False
+        if name not in self.declared or _longer(input, MAX_INPUT_LENGTH):
+            return False  # the call is refused as it runs, unasked
         entry = self.toolkit.entry(name)
         return entry.check(input) is None and entry.tool.requires_approval(input)
 
@@ -245,13 +251,30 @@ class CodeTools:
 
     async def answer(self, call: PendingCall, *, approved: bool) -> JsonValue | ToolError:
         """What a paused run reads of a call a person answered: the tool's answer when they
-        approved (it runs now), else the refusal (``ApprovalDenied``); a failure as ToolError."""
+        approved (it runs now, its input checked against the tool's schema as a first call's
+        is), else the refusal (``ApprovalDenied``); a failure as ToolError."""
         if not approved:
             _log.info("call.denied", tool=call.name)
             return ToolError(code=DENIED.code, message=DENIED.message)
-        result = await run_entry(self.toolkit.entry(call.name), call.input)
+        try:
+            # a paused run's bytes and the toolkit may have changed since the call was made
+            return await self._run(call.name, call.input, approved=True)
+        except ToolError as error:
+            return error
+
+    async def _run(self, name: str, input: JsonObject, *, approved: bool) -> JsonValue:
+        """A declared tool's call on the toolkit's one path (its name, input check, approval)."""
+        if name not in self.declared:
+            raise ToolError(code="NotFoundError", message=f"There is no tool {name!r} to call.")
+        if _longer(input, MAX_INPUT_LENGTH):
+            raise ToolError(
+                code="InvalidInputError",
+                message=f"The input is more than {MAX_INPUT_LENGTH} characters of JSON, the"
+                " most a call from code may send. Send less, or split it over several calls.",
+            )
+        result = await self.toolkit.invoke(name, input, approved=approved)
         if result.failure is not None:
-            return ToolError(code=result.failure.code, message=result.failure.message)
+            raise ToolError(code=result.failure.code, message=result.failure.message)
         return result.value
 
 
@@ -285,6 +308,44 @@ class _Asking:
         return answer
 
 
+def _longer(value: object, limit: int) -> bool:
+    """Whether ``json.dumps(value, ensure_ascii=False)`` is longer than ``limit`` characters.
+
+    Each value adds a character at least, so the walk stops within ``limit`` of them: what code
+    returns or sends may be as large as its sandbox's memory, and is not written out to be
+    measured. A value that is no JSON counts as one character (the input check refuses it).
+    """
+    length = 0
+    values = [value]
+    while values:
+        item = values.pop()
+        if isinstance(item, str):
+            # the JSON of a string is at least its characters and two quotes
+            length += (
+                len(item) + 2 if len(item) > limit else len(json.dumps(item, ensure_ascii=False))
+            )
+        elif isinstance(item, dict):
+            # "{}", and ": " in each pair and ", " between them
+            length += 4 * len(item) if item else 2
+            if length <= limit:
+                values.extend(item)
+                values.extend(item.values())
+        elif isinstance(item, list):
+            length += 2 * len(item) if item else 2  # "[]", and ", " between the items
+            if length <= limit:
+                values.extend(item)
+        elif isinstance(item, int | float) or item is None:
+            try:
+                length += len(json.dumps(item))
+            except ValueError:  # an integer past the digits Python writes: at least that many
+                length += sys.get_int_max_str_digits()
+        else:
+            length += 1
+        if length > limit:
+            return True
+    return False
+
+
 def _code_error(error: CodeError) -> str:
     message = error.message
     if error.logs:
@@ -315,7 +376,7 @@ def _description(declarations: str, apart: Sequence[str], max_calls: int | None)
     )
 
 
-def _execute_tool(description: str) -> Tool:
+def _execute_tool(description: str, max_code_length: int) -> Tool:
     return Tool(
         name=EXECUTE,
         description=description,
@@ -325,6 +386,7 @@ def _execute_tool(description: str) -> Tool:
                 "code": {
                     "type": "string",
                     "description": "The body of an async Python function that calls the tools.",
+                    "maxLength": max_code_length,
                 },
             },
             "required": ["code"],

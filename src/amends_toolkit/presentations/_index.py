@@ -39,8 +39,9 @@ How a query is read:
   them. A kind alone makes no tool match.
 - A query word also scores, at :data:`PREFIX_FACTOR` of its weight, for the words it begins
   when it is no word of the catalog itself (``repo`` for ``repository``, but ``star`` never for
-  ``start``); for a word of the catalog it begins, of four letters or more (``healthy`` for
-  ``health``, ``musical`` for ``music``): forms the stemmer does not join; and at
+  ``start``), and never for a shorter word (``report`` never for ``repo``, ``healthy`` never
+  for ``health``): so a partial match of a word is only ever made where no tool holds the word
+  itself, and never outranks an exact one, however rare the word it finds; and at
   :data:`RELATED_FACTOR` for the few verbs of :data:`RELATED` that name the same action
   (``remove`` for ``delete``), unless the query holds one of those verbs too (``create a new
   playlist`` counts one action once). A tool counts each query word once, by its best form.
@@ -114,19 +115,20 @@ MAX_PARAMETER_WORDS = 300
 """The most words a tool's parameters give the index (the first ones, in schema order), and its
 keywords."""
 PREFIX_FACTOR = 0.5
-"""What a query word scores, relative to the word itself, for another form of it (a longer
-word it begins when it is no word of the catalog, a word of the catalog it begins)."""
+"""What a query word scores, relative to the word itself, for a longer word it begins when it
+is no word of the catalog."""
 RELATED_FACTOR = 0.5
 """What a query word scores, relative to the word itself, for a verb of the same action."""
 _K1 = 1.2
 _B_NAME = 0.3
 _B_TEXT = 0.75
 _MIN_PREFIX = 3
-_MIN_STEM = 4
 _CHARACTERS_PER_WORD = 16
 _BITS = 12
-# At most so many bytes of bit planes in the cache of query words' postings.
+# At most about so many bytes in the cache of query words' postings, and what a tool's score
+# costs there (a dict's entry and a float, measured with tracemalloc: about 45).
 _CACHE_BYTES = 16 * 2**20
+_POSTING_BYTES = 64
 
 RELATED: tuple[frozenset[str], ...] = tuple(
     frozenset(group)
@@ -220,6 +222,8 @@ COMMON_WORDS = frozenset(
 )
 """Words left out of a query that has others: they say nothing of what a tool does."""
 _ONE = re.compile("1")
+# for each bit of a byte, the table that reads a byte as "1" when it has that bit, else "0"
+_BIT_OF_BYTE = [bytes(b"01"[byte >> bit & 1] for byte in range(256)) for bit in range(8)]
 _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+|[^\W\d_]+")
 _DOUBLE = re.compile(r"([b-df-hj-knp-rtv-y])\1$")
 
@@ -282,9 +286,13 @@ class ToolRanker(Protocol):
 class SearchIndex:
     """An inverted index over tools, in catalog order: the built-in :class:`ToolRanker`.
 
-    Build it once; :meth:`rank` is then cheap and never reads every tool's text. Safe to share
-    between tasks and threads: its only changing state is a bounded cache of the postings of
-    query words, whose worst race computes an entry twice.
+    Build it once; :meth:`rank` is then cheap, never reads every tool's text, and its work is
+    linear in the query, whatever the query holds. Safe to share between tasks and threads: its
+    only changing state is a cache of the postings of query words (about 16 MiB at most), whose
+    worst race computes an entry twice or miscounts its bytes.
+
+    Raises:
+        ValueError: ``prefix_factor`` or ``related_factor`` is not from 0 to 1.
     """
 
     def __init__(
@@ -299,6 +307,14 @@ class SearchIndex:
         prefix_factor: float = PREFIX_FACTOR,
         related_factor: float = RELATED_FACTOR,
     ) -> None:
+        # A form scoring more than the word itself would also pass the best score of the index,
+        # which the bit planes' units are cut to.
+        for option, factor in (
+            ("prefix_factor", prefix_factor),
+            ("related_factor", related_factor),
+        ):
+            if not 0.0 <= factor <= 1.0:
+                raise ValueError(f"{option} must be from 0 to 1, not {factor!r}")
         self._prefix_factor = prefix_factor
         self._related_factor = related_factor
         stems_of = _Stems()
@@ -356,6 +372,7 @@ class SearchIndex:
             for member in stems:
                 self._related.setdefault(member, set()).update(stems - {member})
         self._expanded: dict[tuple[str, bool], _Term] = {}
+        self._cached = 0  # about how many bytes the cache holds (see _Term.nbytes)
         self._intents = {stem(word): kind for word, kind in INTENTS.items()}
 
     def __len__(self) -> int:
@@ -434,15 +451,18 @@ class SearchIndex:
                 weighted = factor * score
                 if weighted > merged.get(doc, 0.0):
                     merged[doc] = weighted
-        if len(self._expanded) * _BITS * (self._size // 8 + 1) >= _CACHE_BYTES:
-            self._expanded.clear()
         expanded = _Term(merged, self._size, self._unit)
+        if self._cached + expanded.nbytes >= _CACHE_BYTES:
+            self._expanded.clear()
+            self._cached = 0
         self._expanded[term, related] = expanded
+        self._cached += expanded.nbytes
         return expanded
 
     def _forms(self, term: str) -> list[str]:
-        """The other words of the catalog that ``term`` is a form of."""
-        forms = [term[:end] for end in range(_MIN_STEM, len(term)) if term[:end] in self._postings]
+        """The longer words of the catalog that ``term`` begins, when it is none itself: the
+        tools a partial match finds are then never ones an exact match finds (issue 32)."""
+        forms: list[str] = []
         if len(term) >= _MIN_PREFIX and term not in self._postings:
             start = bisect_right(self._vocabulary, term)
             for other in self._vocabulary[start:]:
@@ -456,27 +476,38 @@ class _Term:
     """A query word's postings: its score for each tool; the tools as the bits of one int; and
     its scores in whole units as bit planes, ``planes[j]`` holding bit ``j`` of every tool's."""
 
-    __slots__ = ("finds", "mask", "planes", "scores")
+    __slots__ = ("finds", "mask", "nbytes", "planes", "scores")
 
     def __init__(
         self, scores: dict[int, float], size: int, unit: float, *, finds: bool = True
     ) -> None:
         self.scores = scores
         self.finds = finds
-        self.mask = _mask(scores, size)
-        units = {doc: int(score / unit) for doc, score in scores.items()}
+        # One pass over the tools in Python: each score in whole units (below 2**_BITS, two
+        # bytes), and a "1" for each tool it has; each plane is then read out in C (a byte
+        # table to "0" and "1", then base 2).
+        low, high, has = bytearray(size), bytearray(size), bytearray(b"0") * size
+        most = 0
+        for doc, score in scores.items():
+            value = int(score / unit)
+            low[doc] = value & 255
+            high[doc] = value >> 8
+            has[doc] = 49  # "1"
+            most |= value
+        self.mask = _bits(has)
         self.planes = [
-            _mask([doc for doc, value in units.items() if value >> bit & 1], size)
-            for bit in range(max(units.values(), default=0).bit_length())
+            _bits((low if bit < 8 else high).translate(_BIT_OF_BYTE[bit % 8]))
+            for bit in range(most.bit_length())
         ]
+        # about how many bytes it holds, a little more: its bits, a score a tool, the objects
+        bits = self.mask.bit_length() + sum(map(int.bit_length, self.planes))
+        self.nbytes = bits // 8 + _POSTING_BYTES * len(scores) + 512
 
 
-def _mask(docs: Iterable[int], size: int) -> int:
-    """The tools as the bits of one int."""
-    bits = bytearray((size + 7) // 8)
-    for doc in docs:
-        bits[doc >> 3] |= 1 << (doc & 7)
-    return int.from_bytes(bits, "little")
+def _bits(digits: bytearray) -> int:
+    """The int whose bit ``i`` is ``digits[i]``, a "0" or a "1" (base 2 reads in C, in linear
+    time)."""
+    return int(digits[::-1] or b"0", 2)
 
 
 def _positions(mask: int) -> list[int]:
@@ -495,7 +526,9 @@ def _add(left: list[int], right: list[int]) -> list[int]:
         either = one ^ other
         total.append(either ^ carry)
         carry = (one & other) | (carry & either)
-    return [*total, carry]
+    # A plane only for a carry that is there: the sum of n words then has at most log2(n)
+    # planes more than a word's, and adding them all is linear in n.
+    return [*total, carry] if carry else total
 
 
 def _nth_largest(planes: list[int], n: int, among: int) -> int:

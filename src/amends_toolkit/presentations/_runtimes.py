@@ -19,6 +19,7 @@ import concurrent.futures
 import io
 import json
 import math
+import os
 import re
 import threading
 import tokenize
@@ -44,6 +45,7 @@ if TYPE_CHECKING:
 
 __all__ = (
     "MAX_CALLS",
+    "MAX_CODE_LENGTH",
     "MAX_LOG_LENGTH",
     "Approval",
     "CodeError",
@@ -55,12 +57,17 @@ __all__ = (
     "PendingCall",
     "ToolError",
     "attributes",
+    "default_processes",
 )
 
 _log = get_logger(__name__)
 
 MAX_LOG_LENGTH = 20_000
 """The most characters of printed output a run keeps by default; the rest is counted, not held."""
+
+MAX_CODE_LENGTH = 100_000
+"""The most characters of code code mode's ``execute`` takes by default: far past what a model
+writes, and little work to make ready (in a worker thread) and to parse (in the sandbox)."""
 
 MAX_CALLS = 1_000
 """The most tool calls a Monty run makes by default (its sandbox's own limit is about this)."""
@@ -465,6 +472,19 @@ _MAIN = "async def __main__():\n{body}{prelude}await __main__()\n"
 _DIAGNOSTIC = re.compile(r"^[^:\n]+:(\d+):\d+: (?:error|warning)\[([\w-]+)\] (.*)$")
 
 
+_PROCESSES_PER_CPU = 4
+_MAX_PROCESSES = 64
+
+
+def default_processes() -> int:
+    """How many workers a :class:`MontyRuntime` runs at most by default: 4 per CPU, at most 64.
+
+    Monty's own default is one per CPU, so that as many runs looping forever kept every other
+    run waiting for a worker until they timed out; a worker idles at about 12 MB.
+    """
+    return min(_MAX_PROCESSES, _PROCESSES_PER_CPU * (os.cpu_count() or 1))
+
+
 class MontyRuntime:
     """Runs the code in Monty, a sandboxed Python interpreter in a pool of subprocesses.
 
@@ -483,6 +503,12 @@ class MontyRuntime:
     ``"<code>: <message>"`` (no ``code`` attribute). Each run has a worker of its own; a
     cancelled run kills its worker (the pool starts another), so code that loops forever stops.
 
+    The pool has more workers than the machine has CPUs (:func:`default_processes`), and each is
+    a process the OS time-slices: runs that loop forever share the CPUs with the others until
+    their ``timeout``, and fewer of them than ``max_processes`` keep no other run waiting for a
+    worker. Past ``max_processes`` runs at once, a run waits for a worker (in code mode the wait
+    counts in its ``timeout``). The sandbox holds at most ``max_processes * max_memory``.
+
     A run makes at most ``max_calls`` tool calls; the next one stops it with a
     :class:`CodeError` that says so. A call that waits for a person (``approval``) pauses the
     run: its state is dumped as bytes (:class:`Paused`) and its worker returns to the pool until
@@ -491,7 +517,8 @@ class MontyRuntime:
 
     Args:
         max_memory: The most heap a run may take, in bytes.
-        max_processes: The most workers running at once; more runs wait for one.
+        max_processes: The most workers running at once; more runs wait for one. ``None``:
+            :func:`default_processes`.
         max_calls: The most tool calls one run may make.
     """
 
@@ -502,10 +529,13 @@ class MontyRuntime:
         max_processes: int | None = None,
         max_calls: int = MAX_CALLS,
     ) -> None:
-        if isinstance(max_calls, bool) or not isinstance(max_calls, int) or max_calls < 1:
-            raise ValueError(f"max_calls must be a positive whole number, not {max_calls!r}")
+        if max_processes is None:
+            max_processes = default_processes()
+        for option, value in (("max_processes", max_processes), ("max_calls", max_calls)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{option} must be a positive whole number, not {value!r}")
         self._max_memory = max_memory
-        self._max_processes = max_processes
+        self.max_processes = max_processes
         self.max_calls = max_calls
         self._pool: Any = None
         self._apart: _AsyncioThread | None = None
@@ -520,7 +550,7 @@ class MontyRuntime:
 
         if not _on_asyncio():
             self._apart = _AsyncioThread()
-        pool = pydantic_monty.AsyncMonty(max_processes=self._max_processes)
+        pool = pydantic_monty.AsyncMonty(max_processes=self.max_processes)
         try:
             await self._monty(pool.__aenter__)
         except BaseException:
@@ -615,7 +645,8 @@ class MontyRuntime:
             for name, attribute in by_name.items()
         )
         prelude = _PRELUDE.format(methods=methods, names=list(names))
-        body = function_body(code)
+        # linear in the code, yet seconds for megabytes: not on the event loop
+        body = await anyio.to_thread.run_sync(function_body, code)
         lines = body.count("\n") - 1  # the code's own, without the closing pass
         logs = Logs(max_log_length)
         async with self._checkout(pool, logs, stubs, lines) as session:
@@ -768,7 +799,9 @@ class _Drive:
         while True:
             if isinstance(snapshot, monty.MontyComplete):
                 logs = self._logs.lines()
-                return Finished(value=as_json(snapshot.output, logs), logs=logs)
+                # as large as the sandbox's memory: walked where the event loop is not held
+                value = await anyio.to_thread.run_sync(as_json, snapshot.output, logs)
+                return Finished(value=value, logs=logs)
             if isinstance(snapshot, monty.AsyncFunctionSnapshot):
                 snapshot = await self._called(snapshot, group)
             elif isinstance(snapshot, monty.AsyncFutureSnapshot):

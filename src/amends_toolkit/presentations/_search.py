@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
     from amends_toolkit._json import JsonObject, JsonValue
 
-__all__ = ("CALL", "MAX_LIMIT", "SEARCH", "tool_search")
+__all__ = ("CALL", "MAX_LIMIT", "MAX_QUERY_LENGTH", "SEARCH", "tool_search")
 
 SEARCH = "tool_search"
 """The name of the tool that finds tools."""
@@ -29,6 +29,10 @@ CALL = "tool_call"
 """The name of the tool that runs a tool found."""
 MAX_LIMIT = 20
 """The most tools one search may return."""
+MAX_QUERY_LENGTH = 300
+"""The most characters a query may have (its schema's ``maxLength``): a search's work grows with
+its words, and a few say what a tool should do. Over 40,000 tools a search of the longest takes
+a worker thread a fraction of a second."""
 
 
 def tool_search(toolkit: Toolkit, *, limit: int = 5, ranker: ToolRanker | None = None) -> Toolkit:
@@ -38,7 +42,8 @@ def tool_search(toolkit: Toolkit, *, limit: int = 5, ranker: ToolRanker | None =
     "matched": n, "available": n}``: the best matches for the words of ``query`` (see
     :mod:`amends_toolkit.presentations._index` for how they rank), how many tools matched at all
     and how many there are. A query with no words lists the tools in order. A search gives
-    ``limit`` tools unless it asks for another number, up to twenty; its schema refuses more.
+    ``limit`` tools unless it asks for another number, up to twenty; its schema refuses more, and
+    a query longer than :data:`MAX_QUERY_LENGTH` characters (an ``InvalidInputError`` failure).
 
     ``tool_call({name, input})`` runs the tool of that name as the presented toolkit runs it: the
     input is checked against the tool's schema, the handler runs, and a failure is a result the
@@ -54,9 +59,10 @@ def tool_search(toolkit: Toolkit, *, limit: int = 5, ranker: ToolRanker | None =
     and contacts nothing. A found tool is shown by its name, description and input schema only:
     its keywords and annotations help find it and are never shown.
 
-    A host's ``ranker`` ranks the tools by their positions in ``list(toolkit.tools.values())``
-    and is called in a worker thread (a model's encoder may take milliseconds), so it must be
-    safe to call from several threads at once; a search waits for it even when cancelled. A
+    A search ranks in a worker thread, never on the event loop (over a large catalog the
+    built-in index may take a tenth of a second, a model's encoder milliseconds), and waits for
+    it even when cancelled. A host's ``ranker`` ranks the tools by their positions in
+    ``list(toolkit.tools.values())`` and must be safe to call from several threads at once; a
     position that is not one of the tools' fails the search.
 
     Args:
@@ -71,7 +77,7 @@ def tool_search(toolkit: Toolkit, *, limit: int = 5, ranker: ToolRanker | None =
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
         raise ValueError(f"limit must be a whole number from 1 to {MAX_LIMIT}, not {limit!r}")
     tools = tuple(toolkit.tools.values())
-    index = SearchIndex(tools) if ranker is None else None
+    rank = (SearchIndex(tools) if ranker is None else ranker).rank
 
     async def search(input: JsonObject) -> JsonValue:
         query = input["query"]
@@ -80,11 +86,7 @@ def tool_search(toolkit: Toolkit, *, limit: int = 5, ranker: ToolRanker | None =
         assert isinstance(query, str)
         assert isinstance(wanted, int)
         positions: Sequence[int]
-        if index is not None:
-            positions, matched = index.rank(query, wanted)
-        else:
-            assert ranker is not None
-            positions, matched = await anyio.to_thread.run_sync(ranker.rank, query, wanted)
+        positions, matched = await anyio.to_thread.run_sync(rank, query, wanted)
         found: list[JsonValue] = []
         for position in positions[:wanted]:
             if not 0 <= position < len(tools):
@@ -146,6 +148,7 @@ def _search_tool(limit: int) -> Tool:
             "properties": {
                 "query": {
                     "type": "string",
+                    "maxLength": MAX_QUERY_LENGTH,
                     "description": "What the tool should do, in a few words.",
                 },
                 "limit": {

@@ -616,15 +616,6 @@ def refused(problem: str) -> ToolResult:
     return ToolResult.failed(Failure(code="InvalidInputError", message=problem, retryable=False))
 
 
-async def run_entry(entry: ToolEntry, input: JsonObject) -> ToolResult:
-    """Run an entry's handler with a checked input; every failure becomes a result."""
-    try:
-        value = await entry.run(input)
-    except Exception as error:  # noqa: BLE001 - every failure is a result (see _failed)
-        return _failed(entry, error)
-    return _answered(value)
-
-
 def _failed(entry: ToolEntry, error: Exception) -> ToolResult:
     """The result of an entry's run that raised ``error``: a ``ToolSourceError`` as its
     failure, a ``Failure`` as itself, anything else as a defect."""

@@ -14,7 +14,7 @@ import jsonschema_rs
 import pytest
 
 import amends_toolkit as at
-from amends_toolkit import JsonValue
+from amends_toolkit import JsonObject, JsonValue
 
 CORPUS = Path(__file__).parents[2] / "data" / "openapi-corpus"
 SWAGGER = "petstore-swagger-2.0.json"
@@ -172,3 +172,52 @@ def test_cyclic_schemas_of_the_corpus_are_under_defs() -> None:
     assert validator.is_valid({"collection_name": "c", "body": {"filter": nested}})
     assert not validator.is_valid({"collection_name": "c", "body": {"filter": {"must_be": 5}}})
     assert not validator.is_valid({"collection_name": "c", "body": {"limit": 0}})
+
+
+def dig(value: JsonValue, *keys: str) -> JsonObject:
+    """The object at ``keys`` in ``value``, each step an object."""
+    for key in keys:
+        assert isinstance(value, dict), value
+        value = value[key]
+    assert isinstance(value, dict), value
+    return value
+
+
+def property_names(schema: JsonValue) -> set[str]:
+    """The names of every properties map in a schema, however deep."""
+    found: set[str] = set()
+    todo = [schema]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, dict):
+            if isinstance(node.get("properties"), dict):
+                found.update(node["properties"])  # type: ignore[arg-type]
+            todo.extend(node.values())
+        elif isinstance(node, list):
+            todo.extend(node)
+    return found
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_no_tool_of_the_corpus_offers_a_property_named_ref(name: str) -> None:
+    for operation in result(name).operations:
+        assert "$ref" not in property_names(operation.definition.input_schema)
+
+
+def test_meilisearch_s_multi_search_offers_the_search_query_s_own_fields() -> None:
+    # Its document writes $ref: '#/components/schemas/searchQuery/properties' among the
+    # properties of each query (issue 32, item 9).
+    (multi_search,) = [
+        operation
+        for operation in result("meilisearch-v1.4-3.1.yaml").operations
+        if operation.definition.name == "multi_search"
+    ]
+    schema = multi_search.definition.input_schema
+    query = dig(schema, "properties", "body", "properties", "queries", "items")
+    assert query["additionalProperties"] is False
+    assert {"indexUid", "q", "filter", "limit", "attributesToRetrieve"} <= set(
+        dig(query, "properties")
+    )
+    assert jsonschema_rs.validator_for(schema, offline=True).is_valid(
+        {"body": {"queries": [{"indexUid": "movies", "q": "back to the future", "limit": 5}]}}
+    )

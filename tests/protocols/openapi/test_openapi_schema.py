@@ -251,3 +251,133 @@ def test_parameter_schemas_are_converted_too() -> None:
         "kind": {"$ref": "#/$defs/Kind"},
     }
     assert schema["$defs"] == {"Kind": {"type": ["string", "null"], "enum": ["a", None]}}
+
+
+def dig(value: JsonValue, *keys: str) -> JsonObject:
+    """The object at ``keys`` in ``value``, each step an object."""
+    for key in keys:
+        assert isinstance(value, dict), value
+        value = value[key]
+    assert isinstance(value, dict), value
+    return value
+
+
+QUERY: JsonObject = {
+    "Query": {
+        "type": "object",
+        "required": ["q"],
+        "properties": {"q": {"type": "string"}, "limit": {"type": "integer", "nullable": True}},
+    }
+}
+
+
+def searches(properties: JsonObject) -> JsonObject:
+    """Meilisearch's multi_search: ``$ref`` among the properties, for another schema's."""
+    return {"type": "object", "additionalProperties": False, "properties": properties}
+
+
+def test_a_ref_among_the_properties_to_another_schema_s_properties_merges_them_in() -> None:
+    # issue 32, item 9: what the author meant, not a property named "$ref"
+    schema = searches(
+        {"indexUid": {"type": "string"}, "$ref": "#/components/schemas/Query/properties"}
+    )
+    input_schema = body_schema(schema, schemas=QUERY)
+    assert input_schema["properties"] == {
+        "body": {
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {
+                "indexUid": {"type": "string"},
+                "q": {"type": "string"},
+                "limit": {"type": ["integer", "null"]},
+            },
+        }
+    }
+    assert accepts(input_schema, {"indexUid": "movies", "q": "future", "limit": None})
+    assert not accepts(input_schema, {"$ref": "anything"})
+
+
+def test_the_merged_properties_may_merge_in_others_in_turn() -> None:
+    schemas: JsonObject = {
+        **QUERY,
+        "Paged": {
+            "properties": {
+                "page": {"type": "integer"},
+                "$ref": "#/components/schemas/Query/properties",
+            }
+        },
+    }
+    schema = searches({"$ref": "#/components/schemas/Paged/properties"})
+    assert list(dig(body(schema, schemas=schemas), "properties")) == ["page", "q", "limit"]
+
+
+@pytest.mark.parametrize(
+    ("properties", "schemas"),
+    [
+        # a property named "$ref" with a schema of its own
+        ({"$ref": {"type": "string"}}, QUERY),
+        # a schema, not its properties: whether its other keywords apply is not said
+        ({"$ref": "#/components/schemas/Query"}, QUERY),
+        ({"$ref": "#/components/schemas/Missing/properties"}, QUERY),
+        ({"$ref": "#/components/schemas/Empty/properties"}, {"Empty": {"type": "object"}}),
+        ({"$ref": "https://example.com/query.json#/properties"}, QUERY),
+        # a name both here and there, with two schemas
+        ({"q": {"type": "integer"}, "$ref": "#/components/schemas/Query/properties"}, QUERY),
+        # properties that merge in themselves
+        (
+            {"$ref": "#/components/schemas/Loop/properties"},
+            {"Loop": {"properties": {"$ref": "#/components/schemas/Loop/properties"}}},
+        ),
+    ],
+)
+def test_a_ref_among_the_properties_that_is_not_unambiguous_skips_the_operation(
+    properties: JsonObject, schemas: JsonObject
+) -> None:
+    result = at.openapi.read_operations(
+        {
+            "openapi": "3.1.0",
+            "paths": {
+                "/a": {
+                    "post": {
+                        "requestBody": {
+                            "content": {"application/json": {"schema": searches(properties)}}
+                        }
+                    }
+                }
+            },
+            "components": {"schemas": schemas},
+        }
+    )
+    assert result.operations == ()
+    (skipped,) = result.skipped
+    assert skipped.reason == "reference"
+    assert "$ref" in skipped.detail
+
+
+def test_a_multipart_form_s_fields_are_the_merged_properties_too() -> None:
+    upload: JsonObject = {
+        "Upload": {"properties": {"file": {"type": "string", "format": "binary"}}},
+        **QUERY,
+    }
+    schema = searches(
+        {"$ref": "#/components/schemas/Upload/properties", "title": {"type": "string"}}
+    )
+    result = at.openapi.read_operations(
+        {
+            "openapi": "3.1.0",
+            "paths": {
+                "/a": {
+                    "post": {
+                        "requestBody": {"content": {"multipart/form-data": {"schema": schema}}}
+                    }
+                }
+            },
+            "components": {"schemas": upload},
+        }
+    )
+    assert result.skipped == ()
+    (operation,) = result.operations
+    form = dig(operation.definition.input_schema, "properties", "body", "properties")
+    assert list(form) == ["title", "file"]
+    # the merged field is read as a form's field: a file the model gives
+    assert operation.request.encoding["file"].file

@@ -353,8 +353,7 @@ class _Reader:
         if _is(shape, "array"):
             inner.append(shape.get("items"))
         if _is(shape, "object"):
-            properties = shape.get("properties")
-            inner += list(properties.values()) if isinstance(properties, dict) else []
+            inner += list(self._schemas.properties(shape).values())
             inner.append(shape.get("additionalProperties"))
         for one in inner:
             resolved = self._schemas.resolve(one)
@@ -414,8 +413,7 @@ class _Reader:
         raw = entry.get("schema", {})
         shape = self._schemas.resolve(raw)
         shape = shape if isinstance(shape, dict) else {}
-        properties = shape.get("properties")
-        properties = properties if isinstance(properties, dict) else {}
+        properties = self._schemas.properties(shape)
         given = entry.get("encoding")
         given = given if isinstance(given, dict) else {}
         encoding: dict[str, Encoding] = {}

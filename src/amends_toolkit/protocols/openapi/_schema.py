@@ -12,7 +12,12 @@ differently is said as 3.1 does, in documents of either version, since 3.1 docum
 - a boolean ``exclusiveMinimum``/``exclusiveMaximum`` becomes the number it qualifies;
 - ``example`` becomes ``examples``; an ``items`` list becomes ``prefixItems``;
 - in 3.0 a ``$ref`` has no siblings but a title or a description (3.0 ignores the rest);
-- a required property that is ``readOnly`` is not required of a request.
+- a required property that is ``readOnly`` is not required of a request;
+- ``$ref: '#/components/schemas/Name/properties'`` among a schema's ``properties`` (a common
+  mistake for "Name's properties too", as Meilisearch's ``multi_search`` writes it) merges
+  Name's properties in, as its author meant; any other property named ``$ref`` (a schema of its
+  own, a reference to a whole schema, a name both there and here with another schema) raises
+  :class:`Unreadable`, so no tool offers a property named ``$ref``.
 
 Only JSON Schema keywords with values of the right kind are kept, so the result is valid
 2020-12 whatever the document holds: OpenAPI's own keywords (``discriminator``, ``xml``,
@@ -52,6 +57,7 @@ MAX_DEPTH = 64
 """How deeply one schema may nest (references do not count): deeper is unreadable."""
 
 _SCHEMAS_PREFIX = "#/components/schemas/"
+_PROPERTIES_SUFFIX = "/properties"
 _TYPES = frozenset({"null", "boolean", "object", "array", "number", "string", "integer"})
 _ONE_SCHEMA = (
     "not",
@@ -172,6 +178,43 @@ class SchemaReader:
             value = self._components[name]
         return value
 
+    def properties(self, value: JsonObject) -> JsonObject:
+        """A schema's ``properties``, as the document writes them, with another schema's
+        merged in where a ``$ref`` among them names its properties; ``{}`` when it has none.
+
+        Raises:
+            Unreadable: a property named ``$ref`` that is not such a reference, or one whose
+                properties clash with these or merge in themselves.
+        """
+        properties = value.get("properties")
+        return self._merged(properties, frozenset()) if isinstance(properties, dict) else {}
+
+    def _merged(self, properties: JsonObject, merging: frozenset[str]) -> JsonObject:
+        if "$ref" not in properties:
+            return properties
+        ref = properties["$ref"]
+        name = (
+            self._component_name(ref.removesuffix(_PROPERTIES_SUFFIX))
+            if isinstance(ref, str) and ref.endswith(_PROPERTIES_SUFFIX)
+            else None
+        )
+        component = self._components.get(name) if name is not None else None
+        inner = component.get("properties") if isinstance(component, dict) else None
+        if name is None or not isinstance(inner, dict) or name in merging:
+            raise Unreadable(
+                "reference",
+                "a property is named '$ref', and is no reference to a schema's properties"
+                " of this document",
+            )
+        merged = {key: one for key, one in properties.items() if key != "$ref"}
+        for key, one in self._merged(inner, merging | {name}).items():
+            if merged.setdefault(key, one) != one:
+                raise Unreadable(
+                    "reference",
+                    f"property {key!r} is both beside '$ref' and in {name!r}, as another schema",
+                )
+        return merged
+
     def _component(self, name: str) -> tuple[JsonValue, frozenset[str]] | Unreadable:
         cached = self._converted.get(name)
         if cached is None:
@@ -266,6 +309,8 @@ class SchemaReader:
                 out[key] = [self._node(one, deeper, refs) for one in item]
         elif key in _SCHEMA_MAPS:
             if isinstance(item, dict):
+                if key == "properties":
+                    item = self.properties(value)
                 out[key] = {
                     name: self._node(one, deeper, refs)
                     for name, one in item.items()
