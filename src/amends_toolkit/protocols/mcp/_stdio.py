@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Final
 import anyio
 from anyio.streams.buffered import BufferedByteReceiveStream
 
-from amends_toolkit._log import MAX_LOG_FIELD, get_logger
+from amends_toolkit._log import get_logger
 from amends_toolkit.protocols._body import AnswerTooLarge
 from amends_toolkit.protocols.mcp._jsonrpc import (
     METHOD_NOT_FOUND,
@@ -74,9 +74,8 @@ __all__ = (
 
 _log = get_logger(__name__)
 
-MAX_STDERR_LINE: Final = MAX_LOG_FIELD
-"""The most of one stderr line that is logged; the rest of a longer line is logged apart (a
-piece no longer than a log line's field, which would cut it)."""
+MAX_STDERR_LINE: Final = 4096
+"""The most of one stderr line that is logged; the rest of a longer line is logged apart."""
 
 STDERR_TAIL: Final = 10
 """How many of the last stderr lines a process that died is reported with."""
