@@ -15,6 +15,7 @@ import pytest
 from mcp.server import MCPServer
 
 import amends_toolkit as at
+from amends_toolkit.cli import main
 
 README = Path(__file__).parents[1] / "README.md"
 CRASH = (
@@ -127,26 +128,32 @@ async def network_failures(port: int) -> list[str]:
     return messages
 
 
-def missing_extras(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+def missing_extras(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> list[str]:
     messages = []
     with monkeypatch.context() as patched:
         hide(patched, "mcp_types", "amends_toolkit.adapters.mcp_front")
         with pytest.raises(ModuleNotFoundError) as caught:
             at.adapters.mcp_server(at.assemble([], lambda s, d: "allow"), name="host-tools")
         messages.append(said(caught.value))
+    with monkeypatch.context() as patched:
+        hide(patched, "rich")
+        assert main(["serve", "gateway.toml"]) == 1
+    messages.extend(capsys.readouterr().err.splitlines())
     return messages
 
 
 @pytest.mark.anyio
 async def test_the_troubleshooting_messages_are_what_a_host_reads(
-    refusing_port: int, monkeypatch: pytest.MonkeyPatch
+    refusing_port: int, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     real = [
         *await stdio_failures(),
         sync_client(),
         *await plain_data(),
         *await network_failures(refusing_port),
-        *missing_extras(monkeypatch),
+        *missing_extras(monkeypatch, capsys),
     ]
     hide(monkeypatch, "pydantic_monty")
     with pytest.raises(ModuleNotFoundError) as missing:
@@ -155,6 +162,6 @@ async def test_the_troubleshooting_messages_are_what_a_host_reads(
     real.append(said(missing.value))
     made = {same(message) for message in real}
     readme = shown()
-    assert len(readme) == 11
+    assert len(readme) == 12
     for message in readme:
         assert same(message) in made, message

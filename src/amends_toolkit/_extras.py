@@ -6,7 +6,9 @@ without PyYAML does.
 
 from __future__ import annotations
 
-__all__ = ("missing_extra",)
+import importlib.util
+
+__all__ = ("missing_extra", "require_extra")
 
 
 def missing_extra(
@@ -24,3 +26,19 @@ def missing_extra(
         f"pip install 'amends-toolkit[{extra}]'",
         name=package,
     )
+
+
+def require_extra(*, extra: str, modules: tuple[str, ...], needed_by: str) -> None:
+    """Check, without importing them, that the extra's top-level ``modules`` can be imported.
+
+    Raises:
+        ModuleNotFoundError: the first that cannot, as :func:`missing_extra` words it.
+    """
+    for module in modules:
+        if importlib.util.find_spec(module) is None:
+            raise missing_extra(
+                ModuleNotFoundError(f"No module named {module!r}", name=module),
+                extra=extra,
+                modules=modules,
+                needed_by=needed_by,
+            )

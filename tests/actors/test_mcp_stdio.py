@@ -366,6 +366,17 @@ async def test_the_server_ends_when_its_stdin_closes_as_the_runtime_stops(
 
 
 @pytest.mark.anyio
+async def test_the_server_runs_in_a_session_of_its_own() -> None:
+    # So a terminal's hangup or Ctrl-C never reaches it: its host ends it.
+    async with spawned(scripted()) as source:
+        answer = await source.call("pid", {})
+        assert isinstance(answer, dict)
+        pid = int(str(answer["pid"]))
+        assert os.getsid(pid) == pid != os.getsid(0)
+        assert os.getpgid(pid) == pid
+
+
+@pytest.mark.anyio
 async def test_a_server_that_ignores_stdin_and_sigterm_is_killed(stderr: Stderr) -> None:
     with anyio.fail_after(10):
         async with spawned(scripted("stubborn", end_timeout=0.2)) as source:

@@ -19,6 +19,43 @@ SRC = str(Path(__file__).resolve().parents[2] / "src")
 _SERVING = re.compile(r"serving (\d+) tools at (http://\S+)")
 
 
+UPSTREAM = Path(__file__).with_name("upstream.py")
+"""The upstream MCP server the gateway tests run (``grower__add`` and more), over stdio or HTTP."""
+NO_AUTH = '[auth]\ntype = "none"\n'
+
+
+def grower_config(
+    directory: Path,
+    *,
+    auth: str = NO_AUTH,
+    allow: tuple[str, ...] = ("grower__*",),
+    block: tuple[str, ...] = (),
+    **serve: Any,
+) -> Path:
+    """A gateway over one stdio source (``grower``: ``grower__add`` and more) with this policy,
+    this ``[auth]`` table and these ``[serve]`` options, written to ``directory/gateway.toml``."""
+    options = "\n".join(f"{key} = {json.dumps(value)}" for key, value in serve.items())
+    config = directory / "gateway.toml"
+    config.write_text(
+        f"""
+[[sources]]
+name = "grower"
+stdio = [{json.dumps(sys.executable)}, {json.dumps(str(UPSTREAM))}, "stdio"]
+env = {{ PYTHONPATH = {json.dumps(os.pathsep.join(sys.path))} }}
+
+[policy]
+allow = {json.dumps(list(allow))}
+block = {json.dumps(list(block))}
+
+[serve]
+{options}
+
+{auth}
+"""
+    )
+    return config
+
+
 # Run first in a new session: makes its stdin (a pseudo-terminal's slave) its controlling terminal.
 _ON_TERMINAL = (
     "import fcntl, os, sys, termios; fcntl.ioctl(0, termios.TIOCSCTTY, 0); "
@@ -114,10 +151,12 @@ class GatewayProcess:
         self.process.stderr.close()
 
 
-async def eventually(condition: Callable[[], bool | Awaitable[bool]]) -> None:
-    """Wait (20 seconds at most) until a condition on another process holds: it has no event
-    to wait on."""
-    with anyio.fail_after(20):
+async def eventually(
+    condition: Callable[[], bool | Awaitable[bool]], *, within: float = 20.0
+) -> None:
+    """Wait (``within`` seconds at most) until a condition on another process holds: it has no
+    event to wait on."""
+    with anyio.fail_after(within):
         while True:
             held = condition()
             if not isinstance(held, bool):

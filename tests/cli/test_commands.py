@@ -10,12 +10,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from mcp import Client
 
 import amends_toolkit as at
 from amends_toolkit.cli import main
 from conformance._servers import closed_port, serve
 
-from .gateway import SRC
+from .gateway import SRC, GatewayProcess
 from .upstream import tasks_app
 
 CORPUS = Path(__file__).resolve().parents[1] / "data" / "openapi-corpus"
@@ -89,7 +90,7 @@ def test_an_unreachable_server_is_one_line_without_a_traceback(
 ) -> None:
     assert main(["inspect", f"http://127.0.0.1:{closed_port()}/mcp"]) == 1
     lines = capsys.readouterr().err.strip().splitlines()
-    assert lines[-1].startswith("error: source source: UnavailableError")
+    assert lines[-1].startswith("error: UnavailableError")
     assert "is the server running" in lines[-1]
     assert not any("Traceback" in line for line in lines)
 
@@ -153,3 +154,189 @@ def test_the_cli_package_exports_main_and_imports_no_optional_dependency() -> No
         env={**os.environ, "PYTHONPATH": SRC},
     ).stdout.strip()
     assert loaded == "[]"
+
+
+# Without an extra: the command is run with the extra's package made unimportable (``None`` in
+# ``sys.modules``), as a fresh install without the extra would be.
+
+_WITHOUT = (
+    "import sys; sys.modules[sys.argv[1]] = None; from amends_toolkit.cli import main; "
+    "sys.exit(main(sys.argv[2:]))"
+)
+
+
+@pytest.mark.parametrize(
+    ("missing", "command", "extra"),
+    [
+        ("rich", ["serve", "gateway.toml"], "gateway"),
+        ("uvicorn", ["serve", "gateway.toml"], "gateway"),
+        ("rich", ["inspect", "http://127.0.0.1:1/mcp"], "gateway"),
+        ("httpx2", ["call", "http://127.0.0.1:1/mcp", "tool", "{}"], "gateway"),
+        ("rich", ["demo"], "demo"),
+        ("fastmcp", ["demo"], "demo"),
+    ],
+)
+def test_a_command_without_its_extra_names_the_pip_line_without_a_traceback(
+    missing: str, command: list[str], extra: str
+) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", _WITHOUT, missing, *command],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": SRC, "NO_COLOR": "1"},
+    )
+    assert done.returncode == 1
+    assert done.stderr == (
+        f"error: amends-toolkit {command[0]} needs the {extra!r} extra ({missing} is not "
+        f"installed): pip install 'amends-toolkit[{extra}]'\n"
+    )
+
+
+# The command's rough edges (issue 32, item 5).
+
+
+@pytest.mark.parametrize(
+    "target",
+    [[str(CORPUS / "meilisearch-v1.4-3.1.yaml"), "--schemas"], ["tasks"]],
+    ids=["more-than-a-pipe-holds", "less"],
+)
+def test_a_reader_that_goes_away_ends_the_command_quietly(
+    target: list[str], tasks_url: str
+) -> None:
+    # As `amends-toolkit inspect ... | head` does: the pipe's reader is gone before it is read.
+    reading, writing = os.pipe()
+    os.close(reading)
+    args = [tasks_url if word == "tasks" else word for word in target]
+    # stdout buffered, as a person's is: what stays in the buffer fails only when flushed.
+    environment = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "amends_toolkit", "inspect", *args],
+            stdout=writing,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+            env={**environment, "PYTHONPATH": SRC, "NO_COLOR": "1"},
+        )
+    finally:
+        os.close(writing)
+    assert done.returncode == 1
+    assert done.stderr.splitlines() == ["amends-toolkit: Discovering the tools ..."]
+
+
+def test_an_error_of_the_commands_source_is_not_named_source_source(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["inspect", f"http://127.0.0.1:{closed_port()}/mcp"]) == 1
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert last.startswith("error: UnavailableError: tools/list: POST http://127.0.0.1:")
+    assert "source source" not in last
+
+
+def test_a_wrong_tool_name_is_told_the_near_names(tasks_url: str) -> None:
+    done = run("call", tasks_url, "list_task", "{}")
+    assert done.returncode == 1
+    assert done.stderr.splitlines()[-1] == (
+        "error: NotFoundError: There is no such tool. Did you mean list_tasks or delete_task?"
+    )
+
+
+def test_a_name_near_none_is_told_the_tools(tasks_url: str) -> None:
+    done = run("call", tasks_url, "zzz", "{}")
+    assert done.returncode == 1
+    assert done.stderr.splitlines()[-1] == (
+        "error: NotFoundError: There is no such tool. The tools: delete_task, grow, list_tasks, "
+        "secret, slow."
+    )
+
+
+def test_the_tools_told_are_bounded(tmp_path: Path) -> None:
+    document = many_operations(tmp_path, 40)
+    done = run("call", str(document), "zzz", "{}")
+    assert done.returncode == 1
+    assert done.stderr.splitlines()[-1] == (
+        "error: NotFoundError: There is no such tool. The tools: "
+        + ", ".join(f"op_{index:02}" for index in range(10))
+        + f", and 30 more (amends-toolkit inspect {document} lists them)."
+    )
+
+
+@pytest.mark.parametrize(
+    ("raw", "told"),
+    [
+        ("{not json", "error: the input is not JSON: Expecting property name enclosed in "),
+        ("[1, 2]", "error: the input must be a JSON object, such as '{}'"),
+    ],
+)
+def test_bad_input_is_told_before_the_source_is_reached(raw: str, told: str) -> None:
+    # Nothing listens there: had the source been reached first, the error would say so.
+    done = run("call", f"http://127.0.0.1:{closed_port()}/mcp", "list_tasks", raw)
+    assert done.returncode == 1
+    assert done.stderr.splitlines() == [done.stderr.splitlines()[0]]
+    assert done.stderr.startswith(told)
+
+
+def many_operations(directory: Path, count: int) -> Path:
+    """An OpenAPI document of ``count`` operations, ``op_00`` on."""
+    document = {
+        "openapi": "3.0.3",
+        "info": {"title": "Many", "version": "1"},
+        "paths": {
+            f"/op/{index}": {"get": {"operationId": f"op_{index:02}", "summary": "An operation."}}
+            for index in range(count)
+        },
+    }
+    path = directory / "many.json"
+    path.write_text(json.dumps(document))
+    return path
+
+
+def test_the_startup_note_of_unnamed_tools_is_bounded_and_says_where_all_are(
+    tmp_path: Path,
+) -> None:
+    many_operations(tmp_path, 95)
+    config = tmp_path / "gateway.toml"
+    config.write_text(
+        '[[sources]]\nname = "many"\nopenapi = "many.json"\nbase_url = "http://127.0.0.1:1"\n\n'
+        '[policy]\nallow = ["many__op_00"]\n\n[auth]\ntype = "none"\n'
+    )
+    gateway = GatewayProcess(config)
+    try:
+        gateway.wait_ready()
+    finally:
+        gateway.stop()
+    (note,) = [line for line in gateway.lines if "no [policy] pattern names them" in line]
+    assert note == (
+        "amends-toolkit: 94 tools are blocked, as no [policy] pattern names them: "
+        + ", ".join(f"many__op_{index:02}" for index in range(1, 11))
+        + ", and 84 more (the log's gateway.unnamed line lists them all)"
+    )
+    (logged,) = gateway.events("gateway.unnamed")
+    assert logged["tools"] == [f"many__op_{index:02}" for index in range(1, 95)]
+
+
+@pytest.mark.anyio
+async def test_serve_presentation_overrides_the_configs(tmp_path: Path) -> None:
+    many_operations(tmp_path, 3)
+    config = tmp_path / "gateway.toml"
+    config.write_text(
+        '[[sources]]\nname = "many"\nopenapi = "many.json"\nbase_url = "http://127.0.0.1:1"\n\n'
+        '[policy]\nallow = ["many__*"]\n\n[serve]\npresentation = "tools"\n\n[auth]\ntype = "none"\n'
+    )
+    gateway = GatewayProcess(config, "--presentation", "search")
+    try:
+        url = gateway.wait_ready()
+        async with Client(url, cache=None) as client:
+            listed = [tool.name for tool in (await client.list_tools()).tools]
+    finally:
+        gateway.stop()
+    assert listed == ["tool_search", "tool_call"]
+
+
+def test_serve_presentation_takes_only_a_presentation(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["serve", "gateway.toml", "--presentation", "cards"])
+    assert "invalid choice: 'cards' (choose from 'tools', 'search', 'code')" in (
+        capsys.readouterr().err
+    )

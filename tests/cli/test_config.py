@@ -9,7 +9,13 @@ from pathlib import Path
 import pytest
 
 import amends_toolkit as at
-from amends_toolkit.cli._config import ConfigError, PolicyConfig, expand_header, load_config
+from amends_toolkit.cli._config import (
+    AuthConfig,
+    ConfigError,
+    PolicyConfig,
+    expand_header,
+    load_config,
+)
 from amends_toolkit.cli._policy import GlobPolicy
 
 FULL = """
@@ -53,7 +59,15 @@ session_idle_timeout = 60
 max_connections = 100
 header_timeout = 2.5
 body_timeout = 5
+allowed_hosts = ["gw.example.com", "gw.example.com:8443"]
+allowed_origins = ["https://app.example.com"]
+metrics_key = "${METRICS_KEY}"
+
+[auth]
+type = "keys"
+keys = { alice = "${ALICE_KEY}", ci = "${CI_KEY}" }
 """
+AUTH = '[[sources]]\nname = "a"\nmcp = "http://x/mcp"\n[auth]\n'
 
 
 def write(tmp_path: Path, text: str) -> Path:
@@ -101,6 +115,32 @@ def test_every_binding_key_is_read(tmp_path: Path) -> None:
     )
     assert (serve.max_sessions, serve.session_idle_timeout, serve.max_connections) == (50, 60, 100)
     assert (serve.header_timeout, serve.body_timeout) == (2.5, 5.0)
+    assert serve.allowed_hosts == ("gw.example.com", "gw.example.com:8443")
+    assert serve.allowed_origins == ("https://app.example.com",)
+    assert serve.metrics_key == "${METRICS_KEY}"
+    assert config.auth == AuthConfig(type="keys", keys={"alice": "${ALICE_KEY}", "ci": "${CI_KEY}"})
+
+
+def test_oauth_takes_an_issuer_and_optionally_an_audience_and_scopes(tmp_path: Path) -> None:
+    full = AUTH + (
+        'type = "oauth"\nissuer = "https://idp.example.com/"\n'
+        'audience = "https://gw.example.com/mcp"\nscopes = ["mcp:tools", "mcp:read"]\n'
+    )
+    assert load_config(write(tmp_path, full)).auth == AuthConfig(
+        type="oauth",
+        issuer="https://idp.example.com/",
+        audience="https://gw.example.com/mcp",
+        scopes=("mcp:tools", "mcp:read"),
+    )
+    local = AUTH + 'type = "oauth"\nissuer = "http://127.0.0.1:3000"\n'
+    assert load_config(write(tmp_path, local)).auth == AuthConfig(
+        type="oauth", issuer="http://127.0.0.1:3000"
+    )
+
+
+def test_without_auth_the_file_reads_and_auth_is_none(tmp_path: Path) -> None:
+    # The gateway refuses to start on it (tests/cli/test_auth.py); the file itself is not wrong.
+    assert load_config(write(tmp_path, AUTH.removesuffix("[auth]\n"))).auth is None
 
 
 @pytest.mark.parametrize(
@@ -149,6 +189,57 @@ def test_every_binding_key_is_read(tmp_path: Path) -> None:
             '[[sources]]\nname = "a"\nmcp = "http://x/mcp"\n[[sources]]\nname = "a"\nmcp = "http://y/mcp"\n',
             5,
             "two sources",
+        ),
+        (
+            AUTH + 'type = "keys"\nkeys = { alice = "0123456789abcdef0123456789abcdef" }\n',
+            6,
+            "a key written in the file is refused",
+        ),
+        (
+            AUTH + 'type = "keys"\nkeys = { alice = "Bearer ${ALICE_KEY}" }\n',
+            6,
+            "a key written in the file is refused",
+        ),
+        (AUTH + 'type = "keys"\n', 5, "needs keys"),
+        (AUTH + 'type = "keys"\nkeys = { "a b" = "${K}" }\n', 6, "a key's name"),
+        (
+            AUTH + 'type = "keys"\nkeys = { a = "${K}" }\nissuer = "https://x"\n',
+            7,
+            'issuer goes with type = "oauth"',
+        ),
+        (AUTH + 'type = "none"\nkeys = { a = "${K}" }\n', 6, 'keys goes with type = "keys"'),
+        (AUTH + 'type = "ldap"\n', 5, '"oauth", "keys" or "none"'),
+        (AUTH + 'type = "none"\nrealm = "x"\n', 6, "unknown key 'realm' in [auth]"),
+        (AUTH + 'type = "oauth"\n', 5, "needs issuer"),
+        (
+            AUTH + 'type = "oauth"\nissuer = "http://idp.example.com"\n',
+            6,
+            "http only on a loopback",
+        ),
+        (AUTH + 'type = "oauth"\nissuer = "http://10.0.0.1"\n', 6, "http only on a loopback"),
+        (AUTH + 'type = "oauth"\nissuer = "https://x"\naudience = "gw"\n', 7, "absolute URL"),
+        (AUTH + 'type = "oauth"\nissuer = "https://x"\nscopes = "mcp"\n', 7, "list of scopes"),
+        (
+            '[[sources]]\nname = "a"\nmcp = "http://x/mcp"\n[serve]\nhost = "0.0.0.0"\n'
+            '[auth]\ntype = "none"\n',
+            7,
+            "loopback [serve] host only",
+        ),
+        (
+            '[[sources]]\nname = "a"\nmcp = "http://x/mcp"\n[serve]\nmetrics_key = "k"\n',
+            5,
+            "a key written in the file is refused",
+        ),
+        (
+            '[[sources]]\nname = "a"\nmcp = "http://x/mcp"\n[serve]\nallowed_hosts = "x"\n',
+            5,
+            "allowed_hosts must be a list",
+        ),
+        (
+            '[[sources]]\nname = "a"\nmcp = "http://x/mcp"\n[serve]\n'
+            'allowed_origins = ["https://x/app"]\n',
+            5,
+            "no path",
         ),
     ],
 )

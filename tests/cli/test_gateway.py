@@ -71,6 +71,9 @@ block = ["tasks__secret"]
 
 [serve]
 {options}
+
+[auth]
+type = "none"
 """
     )
     return config

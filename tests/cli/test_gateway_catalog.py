@@ -54,6 +54,9 @@ base_url = "http://127.0.0.1:{notes_port}"
 
 [policy]
 {policy}
+
+[auth]
+type = "none"
 """
     )
     return config

@@ -11,8 +11,8 @@ import httpx
 import pytest
 from anyio.abc import SocketStream
 
-from .gateway import GatewayProcess, eventually
-from .test_gateway_sessions import grower_config, running, sdk_client_calls
+from .gateway import GatewayProcess, eventually, grower_config
+from .test_gateway_sessions import running, sdk_client_calls
 
 pytestmark = pytest.mark.anyio
 

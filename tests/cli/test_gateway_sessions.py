@@ -7,9 +7,6 @@ Two clients on loopback are told apart by their peer addresses: one binds its so
 
 from __future__ import annotations
 
-import json
-import os
-import sys
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
@@ -20,12 +17,11 @@ import httpx
 import pytest
 from mcp import Client
 
-from .gateway import GatewayProcess, eventually
+from .gateway import GatewayProcess, eventually, grower_config
 from .test_gateway import text
 
 pytestmark = pytest.mark.anyio
 
-UPSTREAM = Path(__file__).with_name("upstream.py")
 INITIALIZE = {
     "jsonrpc": "2.0",
     "id": 1,
@@ -38,27 +34,6 @@ INITIALIZE = {
 }
 PING = {"jsonrpc": "2.0", "id": 2, "method": "ping"}
 HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
-
-
-def grower_config(directory: Path, **serve: Any) -> Path:
-    """A gateway over one stdio source (``grower__add``), with these ``[serve]`` options."""
-    options = "\n".join(f"{key} = {json.dumps(value)}" for key, value in serve.items())
-    config = directory / "gateway.toml"
-    config.write_text(
-        f"""
-[[sources]]
-name = "grower"
-stdio = [{json.dumps(sys.executable)}, {json.dumps(str(UPSTREAM))}, "stdio"]
-env = {{ PYTHONPATH = {json.dumps(os.pathsep.join(sys.path))} }}
-
-[policy]
-allow = ["grower__*"]
-
-[serve]
-{options}
-"""
-    )
-    return config
 
 
 @contextmanager

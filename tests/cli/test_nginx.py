@@ -45,6 +45,7 @@ def balancer(
                 f'[[sources]]\nname = "tasks"\nmcp = "http://127.0.0.1:{tasks_port}/mcp"\n'
                 '[policy]\nallow = ["tasks__*"]\n'
                 f"[serve]\nreplica = {replica}\nreplicas = 2\n"
+                '[auth]\ntype = "none"\n'
             )
             gateways.append(GatewayProcess(config))
         try:

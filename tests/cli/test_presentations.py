@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
-import sys
 import threading
 from pathlib import Path
 
@@ -27,9 +25,9 @@ from amends_toolkit.presentations import SearchIndex
 from amends_toolkit.presentations._index import Hits
 from amends_toolkit.presentations._search import MAX_QUERY_LENGTH
 
-pytestmark = pytest.mark.anyio
+from .gateway import grower_config
 
-UPSTREAM = Path(__file__).with_name("upstream.py")
+pytestmark = pytest.mark.anyio
 
 
 def text(result: types.CallToolResult) -> str:
@@ -38,22 +36,8 @@ def text(result: types.CallToolResult) -> str:
 
 @pytest.mark.parametrize("presentation", ["search", "code"])
 async def test_the_gateway_serves_a_presentation(tmp_path: Path, presentation: str) -> None:
-    config = tmp_path / "gateway.toml"
-    config.write_text(
-        f"""
-[[sources]]
-name = "grower"
-stdio = [{json.dumps(sys.executable)}, {json.dumps(str(UPSTREAM))}, "stdio"]
-env = {{ PYTHONPATH = {json.dumps(os.pathsep.join(sys.path))} }}
-
-[policy]
-allow = ["grower__add"]
-block = ["grower__grow"]
-
-[serve]
-port = 0
-presentation = "{presentation}"
-"""
+    config = grower_config(
+        tmp_path, allow=("grower__add",), block=("grower__grow",), port=0, presentation=presentation
     )
     gateway = Gateway(load_config(config), output=Output())
     async with anyio.create_task_group() as tasks:
@@ -92,22 +76,7 @@ async def test_healthz_answers_while_a_search_of_the_longest_query_ranks(
         return rank(index, query, limit)
 
     monkeypatch.setattr(SearchIndex, "rank", held)
-    config = tmp_path / "gateway.toml"
-    config.write_text(
-        f"""
-[[sources]]
-name = "grower"
-stdio = [{json.dumps(sys.executable)}, {json.dumps(str(UPSTREAM))}, "stdio"]
-env = {{ PYTHONPATH = {json.dumps(os.pathsep.join(sys.path))} }}
-
-[policy]
-allow = ["grower__*"]
-
-[serve]
-port = 0
-presentation = "search"
-"""
-    )
+    config = grower_config(tmp_path, port=0, presentation="search")
     # distinct words of letters, all but the first no tool's, up to the longest query
     query = " ".join(["add", *("".join(word) for word in itertools.product("bcdfg", repeat=4))])
     query = query[:MAX_QUERY_LENGTH]

@@ -239,6 +239,9 @@ mcp = "http://127.0.0.1:{port}/mcp"
 allow = ["tasks__list_tasks"]
 approve = ["tasks__delete_*"]
 block = ["tasks__secret", "tasks__grow", "tasks__slow"]
+
+[auth]
+type = "none"
 """
         )
         gateway = GatewayProcess(config, "--approve-on-terminal", terminal=slave)

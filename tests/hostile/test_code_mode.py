@@ -151,6 +151,9 @@ allow = ["grower__add"]
 [serve]
 port = 0
 presentation = "code"
+
+[auth]
+type = "none"
 """
     )
     gateway = Gateway(load_config(config), output=Output())

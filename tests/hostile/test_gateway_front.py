@@ -63,7 +63,7 @@ def notes_document(count: int) -> dict[str, object]:
 
 def write_config(directory: Path, sources: str, policy: str) -> Path:
     config = directory / "gateway.toml"
-    config.write_text(f"{sources}\n[policy]\n{policy}\n")
+    config.write_text(f'{sources}\n[policy]\n{policy}\n[auth]\ntype = "none"\n')
     return config
 
 

@@ -244,6 +244,9 @@ base_url = "http://{upstream.host}"
 [policy]
 allow = ["items__getItem"]
 block = ["items__getSecret"]
+
+[auth]
+type = "none"
 """
     )
     process = GatewayProcess(config)

@@ -18,6 +18,16 @@ The keys are binding (hosts rely on them)::
     port = 8765
     path = "/mcp"
     presentation = "tools"      # or "search", "code"
+    allowed_hosts = ["gw.example.com"]        # Host values a proxy in front forwards
+    allowed_origins = ["https://app.example.com"]
+    metrics_key = "${METRICS_KEY}"            # /metrics only with Authorization: Bearer <it>
+
+    [auth]                      # who may call: required (see cli/_auth.py)
+    type = "keys"               # or "oauth", or "none" (only on a loopback host)
+    keys = { alice = "${ALICE_KEY}" }         # keys: name -> key, from the environment only
+    issuer = "https://idp.example.com/"       # oauth: the authorization server
+    audience = "https://gw.example.com/mcp"   # oauth: default, the gateway's own URL
+    scopes = ["mcp:tools"]                    # oauth: required on every token
 
 A mistake is a :class:`ConfigError` naming the file, the line (where the key is written in the
 file) and the fix; nothing is guessed and no key is ignored.
@@ -25,12 +35,15 @@ file) and the fix; nothing is guessed and no key is ignored.
 
 from __future__ import annotations
 
+import ipaddress
 import math
 import os
 import re
 import tomllib
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Final, Literal
+from typing import Any, Final, Literal, get_args
+from urllib.parse import urlsplit
 
 import attrs
 
@@ -40,6 +53,8 @@ __all__ = (
     "BODY_TIMEOUT",
     "HEADER_TIMEOUT",
     "MAX_CONNECTIONS",
+    "PRESENTATIONS",
+    "AuthConfig",
     "ConfigError",
     "GatewayConfig",
     "PolicyConfig",
@@ -47,6 +62,7 @@ __all__ = (
     "SourceConfig",
     "expand_header",
     "is_env_template",
+    "is_loopback",
     "load_config",
 )
 
@@ -58,6 +74,7 @@ MAX_CONNECTIONS: Final = 2_048
 """Client connections at once: a request at the cap is answered 503, a connection past it closed."""
 
 Presentation = Literal["tools", "search", "code"]
+PRESENTATIONS: Final[tuple[Presentation, ...]] = get_args(Presentation)
 SourceKind = Literal["mcp", "stdio", "openapi"]
 
 _ENV_VALUE: Final = re.compile(
@@ -86,8 +103,15 @@ _SERVE_KEYS: Final = frozenset(
         "max_connections",
         "header_timeout",
         "body_timeout",
+        "allowed_hosts",
+        "allowed_origins",
+        "metrics_key",
     )
 )
+_AUTH_KEYS: Final = frozenset(("type", "issuer", "audience", "scopes", "keys"))
+_OAUTH_ONLY: Final = ("issuer", "audience", "scopes")
+_ORIGIN: Final = re.compile(r"^https?://(\[[0-9A-Fa-f:.]+\]|[^/\s:\[\]]+)(:\d{1,5})?$")
+_HOST: Final = re.compile(r"^[^/\s@]+$")
 _POLICY_KEYS: Final = frozenset(("allow", "approve", "block"))
 
 
@@ -157,6 +181,28 @@ class ServeConfig:
     """Seconds a request's head may take; then its connection is closed."""
     body_timeout: float = BODY_TIMEOUT
     """Seconds a request's body may take after its head; then its connection is closed."""
+    allowed_hosts: tuple[str, ...] = ()
+    """``Host`` values let in besides ``host`` and loopback's (what a proxy in front forwards)."""
+    allowed_origins: tuple[str, ...] = ()
+    """``Origin`` values let in besides ``host``'s and loopback's (``https://app.example.com``)."""
+    metrics_key: str | None = None
+    """The template (``${VAR}``) of the key ``/metrics`` asks for; none: ``/metrics`` is open."""
+
+
+@attrs.frozen(kw_only=True)
+class AuthConfig:
+    """The ``[auth]`` table: who may call the gateway."""
+
+    type: Literal["oauth", "keys", "none"]
+    issuer: str | None = None
+    """oauth: the authorization server's issuer identifier (https, or http on a loopback
+    address); its metadata gives the JWKS."""
+    audience: str | None = None
+    """oauth: this gateway as a resource (RFC 8707); ``None``: the gateway's own URL."""
+    scopes: tuple[str, ...] = ()
+    """oauth: scopes required on every token."""
+    keys: Mapping[str, str] = attrs.field(factory=dict)
+    """keys: a key's name to its template (``${VAR}``), expanded from the environment at start."""
 
 
 @attrs.frozen(kw_only=True)
@@ -167,6 +213,8 @@ class GatewayConfig:
     sources: tuple[SourceConfig, ...]
     policy: PolicyConfig
     serve: ServeConfig
+    auth: AuthConfig | None = None
+    """None when the file has no ``[auth]``: the gateway does not start."""
 
 
 def load_config(path: Path) -> GatewayConfig:
@@ -206,6 +254,23 @@ def expand_header(template: str, environ: dict[str, str] | None = None) -> str:
     return f"{match['scheme'] or ''}{values[var]}"
 
 
+def is_loopback(host: str) -> bool:
+    """Whether a host (a name or an address, an IPv6 one bracketed or not) is this machine's
+    loopback: ``localhost``, ``127.0.0.0/8`` or ``::1``."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def _is_key_template(value: object) -> bool:
+    """A key's template: ``${VAR}`` alone (a key takes no scheme word)."""
+    match = _ENV_VALUE.match(value) if isinstance(value, str) else None
+    return match is not None and match["scheme"] is None
+
+
 class _Reader:
     def __init__(self, path: Path, text: str) -> None:
         self.path = path
@@ -240,11 +305,11 @@ class _Reader:
         return start
 
     def read(self, data: dict[str, object]) -> GatewayConfig:
-        unknown = sorted(set(data) - {"sources", "policy", "serve"})
+        unknown = sorted(set(data) - {"sources", "policy", "serve", "auth"})
         if unknown:
             raise ConfigError(
                 f"{self.path}: unknown table or key {unknown[0]!r}; "
-                "the keys are [[sources]], [policy] and [serve]"
+                "the keys are [[sources]], [policy], [serve] and [auth]"
             )
         raw_sources = data.get("sources")
         if not isinstance(raw_sources, list) or not raw_sources:
@@ -258,11 +323,21 @@ class _Reader:
                     table="sources", index=i, key="name",
                 )  # fmt: skip
             seen.add(source.name)
+        serve = self._serve(data.get("serve", {}))
+        auth = self._auth(data["auth"]) if "auth" in data else None
+        if auth is not None and auth.type == "none" and not is_loopback(serve.host):
+            raise self.fail(
+                f'type = "none" lets anyone who reaches {serve.host} call every tool: it is for '
+                'a loopback [serve] host only (host = "127.0.0.1"); give callers keys '
+                '(type = "keys") or tokens (type = "oauth")',
+                table="auth", key="type",
+            )  # fmt: skip
         return GatewayConfig(
             path=self.path,
             sources=sources,
             policy=self._policy(data.get("policy", {})),
-            serve=self._serve(data.get("serve", {})),
+            serve=serve,
+            auth=auth,
         )
 
     def _source(self, index: int, raw: object) -> SourceConfig:
@@ -383,6 +458,24 @@ class _Reader:
             redirect_uri=redirect_uri,
         )
 
+    def _table(
+        self, raw: object, table: str, known: frozenset[str]
+    ) -> tuple[dict[str, Any], Callable[[str, str], ConfigError]]:
+        """``[table]`` as read, all its keys ``known``, and how to refuse one of its keys."""
+        if not isinstance(raw, dict):
+            raise self.fail(f"[{table}] must be a table", table=table)
+
+        def fail(problem: str, key: str) -> ConfigError:
+            return self.fail(problem, table=table, key=key)
+
+        for key in raw:
+            if key not in known:
+                raise fail(
+                    f"unknown key {key!r} in [{table}]; the keys are {', '.join(sorted(known))}",
+                    key,
+                )
+        return raw, fail
+
     def _policy(self, raw: object) -> PolicyConfig:
         if not isinstance(raw, dict):
             raise self.fail("[policy] must be a table", table="policy")
@@ -402,18 +495,7 @@ class _Reader:
         return PolicyConfig(**lists)
 
     def _serve(self, raw: object) -> ServeConfig:
-        if not isinstance(raw, dict):
-            raise self.fail("[serve] must be a table", table="serve")
-
-        def fail(problem: str, key: str) -> ConfigError:
-            return self.fail(problem, table="serve", key=key)
-
-        for key in raw:
-            if key not in _SERVE_KEYS:
-                raise fail(
-                    f"unknown key {key!r} in [serve]; the keys are {', '.join(sorted(_SERVE_KEYS))}",
-                    key,
-                )
+        raw, fail = self._table(raw, "serve", _SERVE_KEYS)
         options: dict[str, object] = {}
         host = raw.get("host", "127.0.0.1")
         if not isinstance(host, str) or not host:
@@ -432,7 +514,7 @@ class _Reader:
             raise fail("path must begin with '/' and not be /healthz or /metrics", "path")
         options["path"] = path
         presentation = raw.get("presentation", "tools")
-        if presentation not in ("tools", "search", "code"):
+        if presentation not in PRESENTATIONS:
             raise fail('presentation must be "tools", "search" or "code"', "presentation")
         options["presentation"] = presentation
         for key in (
@@ -469,7 +551,94 @@ class _Reader:
             ):
                 raise fail("replica must be a whole number from 1 to replicas", "replica")
             options["replica"], options["replicas"] = replica, replicas
+        hosts = raw.get("allowed_hosts", [])
+        if not isinstance(hosts, list) or not all(
+            isinstance(h, str) and _HOST.match(h) for h in hosts
+        ):
+            raise fail(
+                'allowed_hosts must be a list of hosts, such as ["gw.example.com"] '
+                '(or "gw.example.com:8443")',
+                "allowed_hosts",
+            )
+        options["allowed_hosts"] = tuple(hosts)
+        origins = raw.get("allowed_origins", [])
+        if not isinstance(origins, list) or not all(
+            isinstance(o, str) and _ORIGIN.match(o) for o in origins
+        ):
+            raise fail(
+                'allowed_origins must be a list of origins, such as ["https://app.example.com"] '
+                "(a scheme, a host, a port if not the scheme's, no path)",
+                "allowed_origins",
+            )
+        options["allowed_origins"] = tuple(origins)
+        if "metrics_key" in raw:
+            if not _is_key_template(raw["metrics_key"]):
+                raise fail(
+                    'metrics_key must take its value from the environment, as "${VAR}": '
+                    "a key written in the file is refused",
+                    "metrics_key",
+                )
+            options["metrics_key"] = raw["metrics_key"]
         return ServeConfig(**options)  # type: ignore[arg-type]
+
+    def _auth(self, raw: object) -> AuthConfig:
+        raw, fail = self._table(raw, "auth", _AUTH_KEYS)
+        kind = raw.get("type")
+        if kind not in ("oauth", "keys", "none"):
+            raise fail('type must be "oauth", "keys" or "none"', "type")
+        if kind != "oauth":
+            for key in _OAUTH_ONLY:
+                if key in raw:
+                    raise fail(f'{key} goes with type = "oauth"', key)
+        if kind != "keys" and "keys" in raw:
+            raise fail('keys goes with type = "keys"', "keys")
+        if kind == "none":
+            return AuthConfig(type="none")
+        if kind == "keys":
+            keys = raw.get("keys")
+            if not isinstance(keys, dict) or not keys:
+                raise fail(
+                    'type = "keys" needs keys = { alice = "${ALICE_KEY}" } (a name to its key)',
+                    "keys" if "keys" in raw else "type",
+                )
+            for name, template in keys.items():
+                if not _NAME.match(name):
+                    raise fail("a key's name must be 1 to 32 letters, digits, '_' or '-'", "keys")
+                if not _is_key_template(template):
+                    raise fail(
+                        f'key {name!r} must take its value from the environment, as "${{VAR}}": '
+                        "a key written in the file is refused",
+                        "keys",
+                    )
+            return AuthConfig(type="keys", keys=dict(keys))
+        issuer = raw.get("issuer")
+        if not isinstance(issuer, str) or not _is_served_url(issuer):
+            raise fail(
+                'type = "oauth" needs issuer = "https://..." (http only on a loopback address)',
+                "issuer" if "issuer" in raw else "type",
+            )
+        audience = raw.get("audience")
+        if audience is not None and (not isinstance(audience, str) or not _is_url(audience)):
+            raise fail("audience must be an absolute URL (default: the gateway's own)", "audience")
+        scopes = raw.get("scopes", [])
+        if not isinstance(scopes, list) or not all(
+            isinstance(s, str) and s and not re.search(r"\s", s) for s in scopes
+        ):
+            raise fail('scopes must be a list of scopes, such as ["mcp:tools"]', "scopes")
+        return AuthConfig(type="oauth", issuer=issuer, audience=audience, scopes=tuple(scopes))
+
+
+def _is_url(value: str) -> bool:
+    parts = urlsplit(value)
+    return parts.scheme in ("http", "https") and bool(parts.hostname)
+
+
+def _is_served_url(value: str) -> bool:
+    """An https URL, or an http one on a loopback address (where no one can read it on the way)."""
+    if not _is_url(value):
+        return False
+    parts = urlsplit(value)
+    return parts.scheme == "https" or is_loopback(parts.hostname or "")
 
 
 def _positive(value: object) -> bool:

@@ -3,7 +3,13 @@
 Every source runs as an actor of one :class:`~amends_toolkit.Runtime`; the toolkit assembled
 from their catalogs under the ``[policy]`` (and presented as ``[serve] presentation`` says) is
 served over Streamable HTTP by :func:`amends_toolkit.adapters.mcp_server`, both eras on one
-endpoint, each call in a session of its own. Beside it: ``/healthz`` and ``/metrics``.
+endpoint, each call in a session of its own. Beside it: ``/healthz`` (open to all) and
+``/metrics`` (behind ``[serve] metrics_key`` when given).
+
+Every request to the endpoint is asked who its caller is, as ``[auth]`` says (``cli/_auth.py``);
+a session is its caller's alone, and each call's log line names its caller. Every route is
+behind a Host and Origin check, whatever the host: its own names, loopback's, and
+``[serve] allowed_hosts`` and ``allowed_origins``.
 
 The catalog is refreshed on SIGHUP, every ``refresh_interval`` seconds if given, and when a
 source says its tools changed; then the gateway's own clients are told (a session's standalone
@@ -11,7 +17,11 @@ stream; a 2026-07-28 client's ``subscriptions/listen``). Tools that would share 
 (``at.NameClash``, an upstream's doing here) never stop it: a refresh serves on the tools of
 before, a start leaves them out; either logs what clashed. SIGINT or SIGTERM stop it: new calls
 are refused, running ones get ``grace`` seconds to finish, then sessions end and the sources'
-processes stop.
+processes stop. So does the SIGHUP of a hangup: one that comes when the terminal the gateway
+started on is gone (a SIGHUP while it is there, or with none from the start, as under a service
+manager, refreshes; so does every SIGHUP of a gateway started with it ignored, as ``nohup``
+starts one). The sources' processes run in sessions of their own: the terminal's hangup never
+reaches them, and the gateway ends them itself.
 """
 
 from __future__ import annotations
@@ -20,6 +30,8 @@ import contextlib
 import contextvars
 import itertools
 import json
+import logging
+import os
 import signal
 import socket
 import time
@@ -28,9 +40,11 @@ from typing import TYPE_CHECKING, Any, cast
 
 import anyio
 import attrs
+import httpx
 import mcp_types as types
 import uvicorn
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
+from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.responses import JSONResponse, Response
@@ -40,13 +54,16 @@ from amends_toolkit import adapters
 from amends_toolkit._errors import Failure, NameClash, ToolSourceError
 from amends_toolkit._log import get_logger
 from amends_toolkit._peer import cut
-from amends_toolkit.adapters import caller_of
+from amends_toolkit.adapters import Refused, caller_of
+from amends_toolkit.cli._auth import KeyAuthenticator, OpenAuthenticator, expand_key, required_auth
+from amends_toolkit.cli._config import ConfigError
 from amends_toolkit.cli._connections import FILES_RESERVED, raise_open_files, timed_protocol
 from amends_toolkit.cli._metrics import GatewayMetrics
+from amends_toolkit.cli._output import silence
 from amends_toolkit.cli._pinning import SessionPinning
 from amends_toolkit.cli._policy import GlobPolicy
 from amends_toolkit.cli._sources import build_source
-from amends_toolkit.cli._terminal import approval_question, ask
+from amends_toolkit.cli._terminal import approval_question, ask, has_terminal
 from amends_toolkit.presentations import MontyRuntime, code_mode, tool_search
 from amends_toolkit.runtime import (
     ActorRef,
@@ -59,18 +76,20 @@ from amends_toolkit.runtime import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Callable, Generator
+    from collections.abc import AsyncIterator, Callable, Generator, Sequence
 
     from anyio.abc import TaskGroup, TaskStatus
     from mcp.server.context import ServerRequestContext
     from mcp.server.session import ServerSession
     from starlette.applications import Starlette
     from starlette.requests import Request
+    from starlette.routing import BaseRoute
 
     from amends_toolkit._definitions import Decision, ToolDefinition
     from amends_toolkit._json import JsonObject, JsonValue
+    from amends_toolkit.adapters import Authenticator, Caller
     from amends_toolkit.adapters.mcp_front import ToolkitServer
-    from amends_toolkit.cli._config import GatewayConfig
+    from amends_toolkit.cli._config import AuthConfig, GatewayConfig, ServeConfig
     from amends_toolkit.cli._output import Output
     from amends_toolkit.presentations import CodeRuntime
 
@@ -86,6 +105,11 @@ MAX_CLASHING_SHOWN = 5
 """Tools a clash's warning lists for one name."""
 MAX_TOOL_NAME_SHOWN = 100
 """The most characters of an upstream's tool name a warning shows."""
+MAX_UNNAMED_SHOWN = 10
+"""Tools the note of those no pattern names lists (it counts them all; the log lists them all)."""
+MAX_CALLER_SHOWN = 100
+"""The most characters of a caller's name (a token's ``sub``) a log line shows."""
+_LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
 
 
 @attrs.define
@@ -138,6 +162,8 @@ class Gateway:
         self._sandbox: CodeRuntime | None = None
         self._served: tuple[tuple[str, str, str], ...] = ()
         self._stopper: TaskGroup | None = None
+        self._hangup_stops = False
+        self._on_terminal: tuple[int, ...] = ()
         self.server: uvicorn.Server | None = None
 
     # The whole life of the process.
@@ -145,7 +171,30 @@ class Gateway:
     async def run(self, *, task_status: TaskStatus[int] = anyio.TASK_STATUS_IGNORED) -> None:
         """Start every source, discover, serve; return once stopped by SIGINT or SIGTERM."""
         serve = self.config.serve
+        # Before the receiver replaces it: SIGHUP ignored (nohup) means "outlive the terminal".
+        self._hangup_stops = signal.getsignal(signal.SIGHUP) != signal.SIG_IGN and has_terminal()
+        self._on_terminal = tuple(fd for fd in (0, 1, 2) if os.isatty(fd))
+        auth = required_auth(self.config)
+        # Keys are read at start, before any source does work: a missing or short one stops it.
+        authenticator = self._local_authenticator(auth)
+        metrics_key = (
+            None
+            if serve.metrics_key is None
+            else _Audited(
+                KeyAuthenticator(
+                    {
+                        "metrics": expand_key(
+                            serve.metrics_key, what="[serve] metrics_key", path=self.config.path
+                        )
+                    }
+                ),
+                "metrics_key",
+            )
+        )
         async with AsyncExitStack() as stack:
+            host_check = logging.getLogger("mcp.server.transport_security")
+            host_check.addFilter(_host_refused)
+            stack.callback(host_check.removeFilter, _host_refused)
             # Taken from the start: a signal while the sources start is handled once serving.
             received = stack.enter_context(
                 anyio.open_signal_receiver(signal.SIGHUP, signal.SIGINT, signal.SIGTERM)
@@ -179,7 +228,13 @@ class Gateway:
             )
             self._served = self._signature(self.front.toolkit)
             self._instrument(self.front)
-            app = self._app(self.front)
+            # Bound before the app is built: the port is part of the resource OAuth names.
+            listening = _listen(serve.host, serve.port)
+            stack.callback(listening.close)
+            self.port = listening.getsockname()[1]
+            if authenticator is None:
+                authenticator = self._oauth_authenticator(auth, stack)
+            app = self._app(self.front, _Audited(authenticator, auth.type), metrics_key)
             served_app: Any = app
             if serve.replicas is not None and serve.replica is not None:
                 served_app = SessionPinning(app, replica=serve.replica, replicas=serve.replicas)
@@ -210,7 +265,6 @@ class Gateway:
                 )
             )
             self.server = server
-            listening = _listen(serve.host, serve.port)
             served = anyio.Event()
 
             async def serve_http() -> None:
@@ -223,7 +277,6 @@ class Gateway:
                 tasks.start_soon(serve_http)
                 while not server.started and not served.is_set():  # noqa: ASYNC110 - uvicorn offers no event
                     await anyio.sleep(0.01)
-                self.port = listening.getsockname()[1]
                 self._report_ready()
                 task_status.started(self.port)
                 tasks.start_soon(self._refreshes)
@@ -232,11 +285,47 @@ class Gateway:
                 tasks.cancel_scope.cancel()
         _log.info("gateway.stopped")
 
+    def _local_authenticator(self, auth: AuthConfig) -> Authenticator | None:
+        """The authenticator of ``type = "keys"`` or ``"none"``; none for ``"oauth"``, whose
+        resource is the gateway's URL, known once it listens (``_oauth_authenticator``).
+
+        Raises:
+            ConfigError: a key's variable is not set, or a key is too short.
+        """
+        if auth.type == "keys":
+            return KeyAuthenticator.from_config(auth, path=self.config.path)
+        if auth.type == "none":
+            return OpenAuthenticator()
+        return None
+
+    @property
+    def url(self) -> str:
+        """The MCP endpoint's URL, once the gateway listens."""
+        serve = self.config.serve
+        host = f"[{serve.host}]" if ":" in serve.host else serve.host
+        return f"http://{host}:{self.port}{serve.path}"
+
+    def _oauth_authenticator(self, auth: AuthConfig, stack: AsyncExitStack) -> Authenticator:
+        """``type = "oauth"``: the gateway as an OAuth protected resource at its own URL, with
+        one HTTP client for the issuer's metadata and keys, closed when the gateway stops."""
+        # Here, not at the top: PyJWT and its cryptography are needed by oauth alone.
+        from amends_toolkit.cli._oauth_resource import FETCH_TIMEOUT, OAuthResource
+
+        client = httpx.AsyncClient(timeout=FETCH_TIMEOUT, follow_redirects=False)
+        stack.push_async_callback(client.aclose)
+        try:
+            return OAuthResource.from_config(auth, resource=self.url, client=client)
+        except ValueError as error:
+            raise ConfigError(f"{self.config.path}: [auth] {error}") from None
+
     def _report_ready(self) -> None:
         assert self.front is not None
-        serve = self.config.serve
+        if self.config.auth is not None and self.config.auth.type == "none":
+            self.output.note(
+                '[auth] type = "none": anyone on this machine can call every tool served'
+            )
         self.output.served(
-            f"http://{serve.host}:{self.port}{serve.path}",
+            self.url,
             self.front.toolkit,
             failed={name: f"{e.reason}: {e.message}" for name, e in self.failed.items()},
         )
@@ -253,10 +342,20 @@ class Gateway:
         async with anyio.create_task_group() as tasks:
             self._stopper = tasks
             async for signum in received:
-                if signum == signal.SIGHUP:
-                    self.want_refresh()
-                else:
+                if signum != signal.SIGHUP:
                     self.stop(reason=signal.Signals(signum).name)
+                elif self._hung_up():
+                    silence(*self._on_terminal)  # each write to a terminal hung up fails
+                    self.stop(reason="SIGHUP")
+                else:
+                    self.want_refresh()
+
+    def _hung_up(self) -> bool:
+        """Whether a SIGHUP is the hangup of the terminal the gateway started on: the kernel
+        has taken the terminal from the session, and its descriptors answer no more."""
+        return self._hangup_stops and not (
+            has_terminal() and all(os.isatty(fd) for fd in self._on_terminal)
+        )
 
     def stop(self, *, reason: str) -> None:
         """Stop as SIGTERM does: refuse new calls, let running ones finish within the grace."""
@@ -365,8 +464,18 @@ class Gateway:
         fresh = [name for name in self.policy.unnamed if name not in self._reported]
         if fresh:
             self._reported.update(fresh)
+            names = sorted(fresh)
+            _log.info("gateway.unnamed", tools=names)
+            more = len(names) - MAX_UNNAMED_SHOWN
             self.output.note(
-                "blocked, as no [policy] pattern names them: " + ", ".join(sorted(fresh))
+                f"{len(names)} tool{' is' if len(names) == 1 else 's are'} blocked, as no "
+                "[policy] pattern names them: "
+                + ", ".join(names[:MAX_UNNAMED_SHOWN])
+                + (
+                    f", and {more} more (the log's gateway.unnamed line lists them all)"
+                    if more > 0
+                    else ""
+                )
             )
         unmatched = [p for p in self.policy.unmatched() if p not in self._unmatched]
         if unmatched:
@@ -471,6 +580,7 @@ class Gateway:
             started = time.perf_counter()
             # A metric's label names a tool served, never a client's text.
             served = params.name in front.toolkit
+            caller = None if ctx.request is None else caller_of(cast("Request", ctx.request).scope)
             outcome = "cancelled"
             try:
                 with calling_as(_caller(ctx)):
@@ -510,6 +620,7 @@ class Gateway:
                     era="session"
                     if ctx.protocol_version in HANDSHAKE_PROTOCOL_VERSIONS
                     else "stateless",
+                    **_audited(caller),
                 )
 
         server.add_request_handler("tools/list", listing.params_type, listed)
@@ -533,29 +644,45 @@ class Gateway:
 
     # HTTP.
 
-    def _app(self, front: ToolkitServer) -> Starlette:
+    def _app(
+        self,
+        front: ToolkitServer,
+        authenticator: Authenticator,
+        metrics_key: Authenticator | None,
+    ) -> Starlette:
         serve = self.config.serve
         # The operator's routes are added to the front's app, behind its Host and Origin check.
         app = front.streamable_http_app(
             path=serve.path,
             host=serve.host,
+            transport_security=_transport_security(serve),
             max_sessions=serve.max_sessions,
             session_idle_timeout=serve.session_idle_timeout,
+            authenticator=authenticator,
         )
 
         async def healthz(request: Request) -> Response:
-            ready = self.discovered >= set(self.refs)
-            body = {
-                "ready": ready,
-                "sources": {
-                    name: _health(self.failed[name]) if name in self.failed else "ok"
-                    for name in self.refs
-                },
-                "tools": 0 if self.front is None else len(self.front.toolkit),
+            why = self._unready()
+            body: dict[str, object] = {"ready": why is None}
+            if why is not None:
+                body["why"] = why
+            body["sources"] = {
+                name: _health(self.failed[name]) if name in self.failed else "ok"
+                for name in self.refs
             }
-            return JSONResponse(body, status_code=200 if ready else 503)
+            body["tools"] = 0 if self.front is None else len(self.front.toolkit)
+            return JSONResponse(body, status_code=200 if why is None else 503)
 
         async def metrics(request: Request) -> Response:
+            if metrics_key is not None:
+                try:
+                    await metrics_key.authenticate(request)
+                except Refused as refused:
+                    return JSONResponse(
+                        {"error": refused.reason, "error_description": refused.message},
+                        status_code=refused.status,
+                        headers=dict(refused.headers),
+                    )
             return Response(
                 self.metrics.exposition(), media_type="text/plain; version=0.0.4; charset=utf-8"
             )
@@ -563,17 +690,104 @@ class Gateway:
         app.router.routes.extend([Route("/healthz", healthz), Route("/metrics", metrics)])
         return app
 
+    def _unready(self) -> str | None:
+        """Why ``/healthz`` answers 503, or ``None`` when the gateway is ready: every source was
+        tried, and none failed its last discovery or some source has tools to serve (a source
+        down after a discovery keeps its tools: its calls fail until it is back, the rest
+        answer). A gateway whose every source failed serves nothing: a balancer should send
+        agents elsewhere."""
+        if not self.discovered >= set(self.refs):
+            return "discovering the sources"
+        if self.failed and not any(self.catalog.values()):
+            return f"no source has tools to serve: {len(self.failed)} of {len(self.refs)} failed"
+        return None
+
+
+class _Audited:
+    """An authenticator whose every refusal is logged, one ``gateway.refused`` line each: its
+    reason, status and the kind of authentication, never a credential nor an address."""
+
+    def __init__(self, authenticator: Authenticator, kind: str) -> None:
+        self._authenticator = authenticator
+        self._kind = kind
+
+    async def authenticate(self, request: Request) -> Caller:
+        try:
+            return await self._authenticator.authenticate(request)
+        except Refused as refused:
+            _log.info(
+                "gateway.refused", reason=refused.reason, status=refused.status, kind=self._kind
+            )
+            raise
+
+    def routes(self) -> Sequence[BaseRoute]:
+        return self._authenticator.routes()
+
+
+_HOST_REFUSALS = (
+    ("Invalid Host header", "foreign_host", 421),
+    ("Missing Host header", "no_host", 421),
+    ("Invalid Origin header", "foreign_origin", 403),
+)
+
+
+def _host_refused(record: logging.LogRecord) -> bool:
+    """A filter of the SDK's Host and Origin check's log, which writes the refused header's
+    value (a caller's text, of any length) in a warning: each refusal is logged instead as a
+    ``gateway.refused`` line that names no value."""
+    message = record.getMessage()
+    for prefix, reason, status in _HOST_REFUSALS:
+        if message.startswith(prefix):
+            _log.info("gateway.refused", reason=reason, status=status, kind="host_check")
+            return False
+    return True
+
+
+def _audited(caller: Caller | None) -> dict[str, str]:
+    """A call's log fields of its caller: its kind, and its name (a key's name, a token's
+    ``sub``, cut) and client, unless it is an address (``type = "none"``)."""
+    if caller is None:
+        return {}
+    fields = {"kind": caller.kind}
+    if caller.kind != "none":
+        fields["caller"] = cut(caller.name, MAX_CALLER_SHOWN)
+    if caller.client_id is not None:
+        fields["client"] = cut(caller.client_id, MAX_CALLER_SHOWN)
+    return fields
+
+
+def _transport_security(serve: ServeConfig) -> TransportSecuritySettings:
+    """The Host and Origin check, on whatever the host: the host's own name (unless it is
+    every address, ``0.0.0.0`` or ``::``), loopback's, and ``allowed_hosts`` and
+    ``allowed_origins``. A name is let in with any port and without one (a proxy on the
+    scheme's port sends none)."""
+    names = [*_LOOPBACK_HOSTS]
+    own = f"[{serve.host}]" if ":" in serve.host else serve.host
+    if serve.host not in ("0.0.0.0", "::") and own not in names:
+        names.append(own)
+    hosts = [form for name in names for form in (name, f"{name}:*")]
+    for host in serve.allowed_hosts:
+        hosts.extend((host, f"{host}:*") if ":" not in host.rsplit("]", 1)[-1] else (host,))
+    origins = [f"{scheme}://{name}{port}" for name in names for scheme in ("http", "https")
+               for port in ("", ":*")]  # fmt: skip
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=hosts,
+        allowed_origins=[*origins, *serve.allowed_origins],
+    )
+
 
 def _caller(ctx: ServerRequestContext[Any]) -> str | None:
     """Who makes a request, for each source's share of calls per caller: the caller the front's
-    authenticator established; without one, a session's client by its ``Mcp-Session-Id`` (the
-    SDK answers 404 to one it did not give out), any other client by its address (every
-    stateless client behind one proxy has the proxy's address, and so shares one share)."""
+    authenticator established; without one, or for ``type = "none"`` (where every client on
+    this machine has one address), a session's client by its ``Mcp-Session-Id`` (the SDK
+    answers 404 to one it did not give out), any other client by its address (every stateless
+    client behind one proxy has the proxy's address, and so shares one share)."""
     request = cast("Request | None", ctx.request)
     if request is None:
         return None
     caller = caller_of(request.scope)
-    if caller is not None:
+    if caller is not None and caller.kind != "none":
         return caller.id
     if ctx.protocol_version in HANDSHAKE_PROTOCOL_VERSIONS:
         session = request.headers.get("mcp-session-id")

@@ -8,8 +8,10 @@ traceback and the library's debug log.
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
 import logging
+import shlex
 import sys
 import time
 from pathlib import Path
@@ -18,13 +20,30 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from amends_toolkit._errors import ToolSourceError
+from amends_toolkit._extras import require_extra
+from amends_toolkit.cli._config import PRESENTATIONS
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
+    from amends_toolkit._json import JsonObject
     from amends_toolkit.cli._output import Output
 
 __all__ = ("main",)
+
+_GATEWAY = ("gateway", ("rich", "httpx2", "mcp", "mcp_types", "uvicorn", "prometheus_client"))
+EXTRAS = {
+    "serve": _GATEWAY,
+    "inspect": ("gateway", ("rich", "httpx2")),
+    "call": ("gateway", ("rich", "httpx2")),
+    "demo": ("demo", ("rich", "fastmcp", "uvicorn", "starlette", "pydantic_monty")),
+}
+"""The extra each command needs, and the top-level modules of it that the command imports
+(``httpx2`` comes with the SDK); each is checked before the command imports any of them."""
+
+MAX_NAMES_SHOWN = 10
+"""Tools ``call`` names when the tool asked for is none of the source's: the near ones, or the
+first of all (``inspect`` lists them all)."""
 
 _STANDARD = frozenset(logging.LogRecord("", 0, "", 0, "", None, None).__dict__) | {"message"}
 
@@ -77,6 +96,11 @@ def _parser() -> argparse.ArgumentParser:
         help="ask on this terminal before a call that needs approval (else it is refused)",
     )
     serve.add_argument("--port", type=int, help="listen on this port, whatever the config says")
+    serve.add_argument(
+        "--presentation",
+        choices=PRESENTATIONS,
+        help="serve the tools, tool search or code mode, whatever the config says",
+    )
 
     def source_options(command: argparse.ArgumentParser) -> None:
         command.add_argument(
@@ -126,28 +150,49 @@ def main(argv: Sequence[str] | None = None) -> int:
         at = arguments.index("--")
         arguments, stdio = arguments[:at], arguments[at + 1 :]
     options = _parser().parse_args(arguments)
-    from amends_toolkit.cli._output import Output
+    extra, modules = EXTRAS[options.command]
+    try:
+        require_extra(extra=extra, modules=modules, needed_by=f"amends-toolkit {options.command}")
+    except ModuleNotFoundError as missing:
+        # Before Output, which needs rich: one plain line.
+        print(f"error: {missing}", file=sys.stderr)
+        return 1
+    from amends_toolkit.cli._output import Output, silence
 
     output = Output()
     if options.debug:
         _configure_logging(True)
     try:
         if options.command == "serve":
-            return _serve(options, output)
-        if options.command == "demo":
+            code = _serve(options, output)
+        elif options.command == "demo":
             from amends_toolkit.cli._demo import run_demo
 
             anyio.run(run_demo, output)
-            return 0
-        return anyio.run(_one_source, options, stdio, output)
+            code = 0
+        else:
+            code = anyio.run(_one_source, options, stdio, output)
+        sys.stdout.flush()  # here, so that a reader gone is found here and not at the exit
+        return code
     except KeyboardInterrupt:
         return 130
     except Exception as error:
+        if isinstance(_sole(error), BrokenPipeError):
+            # Its reader went away (`| head`): quietly, as Python's docs advise.
+            silence(sys.stdout.fileno())
+            return 1
         # A person reads it: one line, the traceback only when asked for.
         if options.debug:
             raise
-        output.error(_explain(error))
+        output.error(_explain(_sole(error)))
         return 1
+
+
+def _sole(error: BaseException) -> BaseException:
+    """The error a group of one holds (a task group's), else the error."""
+    while isinstance(error, BaseExceptionGroup) and len(error.exceptions) == 1:
+        error = error.exceptions[0]
+    return error
 
 
 def _explain(error: BaseException) -> str:
@@ -157,14 +202,25 @@ def _explain(error: BaseException) -> str:
     if isinstance(error, ConfigError | OSError):
         return str(error)
     if isinstance(error, ToolSourceError):
+        # The command's one source: its error says what failed, and where.
         advice = {
             "AuthenticationError": " (the server refused the credentials: check the headers)",
             "UnavailableError": " (is the server running, and the address right?)",
         }.get(error.reason, "")
-        return f"source {error.source}: {error.reason}: {error.message}{advice}"
-    if isinstance(error, BaseExceptionGroup) and len(error.exceptions) == 1:
-        return _explain(error.exceptions[0])
+        return f"{error.reason}: {error.message}{advice}"
     return f"{type(error).__name__}: {error} (run with --debug for the traceback)"
+
+
+def _near(name: str, names: list[str], inspect: str) -> str:
+    """The names near ``name`` a person may have meant, else the first few of all."""
+    near = difflib.get_close_matches(name, names, n=MAX_NAMES_SHOWN)
+    if near:
+        return f"Did you mean {' or '.join(near)}?"
+    shown = ", ".join(names[:MAX_NAMES_SHOWN])
+    more = len(names) - MAX_NAMES_SHOWN
+    if more > 0:
+        return f"The tools: {shown}, and {more} more ({inspect} lists them)."
+    return f"The tools: {shown}."
 
 
 def _serve(options: argparse.Namespace, output: Output) -> int:
@@ -176,6 +232,10 @@ def _serve(options: argparse.Namespace, output: Output) -> int:
     config = load_config(options.config)
     if options.port is not None:
         config = attrs.evolve(config, serve=attrs.evolve(config.serve, port=options.port))
+    if options.presentation is not None:
+        config = attrs.evolve(
+            config, serve=attrs.evolve(config.serve, presentation=options.presentation)
+        )
     if not options.debug:
         _configure_logging(False)
     gateway = Gateway(config, output=output, approve_on_terminal=options.approve_on_terminal)
@@ -194,7 +254,7 @@ async def _one_source(options: argparse.Namespace, stdio: list[str] | None, outp
     from amends_toolkit.runtime import Runtime, source_toolkit
 
     positional = list(options.target)
-    tool_input: tuple[str, str] | None = None
+    tool_input: tuple[str, JsonObject] | None = None
     if options.command == "call":
         if stdio is not None:
             wanted, source_words = 2, ["--", *stdio]
@@ -202,7 +262,14 @@ async def _one_source(options: argparse.Namespace, stdio: list[str] | None, outp
             wanted, source_words = 3, positional[:1]
         if len(positional) != wanted:
             raise ConfigError("call takes a source, a tool's name and its input as JSON")
-        tool_input = (positional[-2], positional[-1])
+        # Read before the source is reached: a typo costs no discovery.
+        try:
+            value = json.loads(positional[-1])
+        except ValueError as error:
+            raise ConfigError(f"the input is not JSON: {error}") from None
+        if not isinstance(value, dict):
+            raise ConfigError("the input must be a JSON object, such as '{}'")
+        tool_input = (positional[-2], value)
     else:
         source_words = ["--", *stdio] if stdio is not None else positional
     headers: dict[str, str] = {}
@@ -227,11 +294,12 @@ async def _one_source(options: argparse.Namespace, stdio: list[str] | None, outp
         with output.status("Discovering the tools"):
             definitions = await ref.discover()
         if tool_input is not None:
-            name, raw = tool_input
-            try:
-                value = json.loads(raw)
-            except ValueError as error:
-                raise ConfigError(f"the input is not JSON: {error}") from None
+            name, value = tool_input
+            names = sorted(d.name for d in definitions)
+            if name not in names:
+                inspect = shlex.join(["amends-toolkit", "inspect", *source_words])
+                output.error(f"NotFoundError: There is no such tool. {_near(name, names, inspect)}")
+                return 1
             started = time.perf_counter()
             result = await source_toolkit(ref, definitions).invoke(name, value)
             if result.failure is not None:

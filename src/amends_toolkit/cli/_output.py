@@ -4,6 +4,7 @@ otherwise (a pipe, a log file, ``NO_COLOR``). Notes and errors go to stderr, res
 from __future__ import annotations
 
 import json
+import os
 import sys
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
@@ -16,7 +17,18 @@ if TYPE_CHECKING:
 
     from amends_toolkit.runtime import Toolkit
 
-__all__ = ("Output",)
+__all__ = ("Output", "silence")
+
+
+def silence(*descriptors: int) -> None:
+    """Point ``descriptors`` at the null device: their reader went away (a pipe's, EPIPE) or
+    their terminal hung up (EIO), and what is still written there must not fail."""
+    null = os.open(os.devnull, os.O_RDWR)
+    try:
+        for descriptor in descriptors:
+            os.dup2(null, descriptor)
+    finally:
+        os.close(null)
 
 
 class Output:

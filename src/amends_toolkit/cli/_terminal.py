@@ -20,7 +20,7 @@ import anyio
 if TYPE_CHECKING:
     from amends_toolkit._json import JsonObject
 
-__all__ = ("MAX_SHOWN", "approval_question", "ask", "shown")
+__all__ = ("MAX_SHOWN", "approval_question", "ask", "has_terminal", "shown")
 
 MAX_SHOWN = 4_000
 """The most characters of a question's tool and input a person is shown; the rest is cut, and
@@ -57,6 +57,17 @@ def _escape(character: str) -> str:
 def approval_question(name: str, input: JsonObject) -> str:
     """The question about one call: its tool and its input, shown safe."""
     return f"Approve {shown(f'{name} {json.dumps(input, ensure_ascii=False)}')}? [y/N] "
+
+
+def has_terminal(terminal: str = TERMINAL) -> bool:
+    """Whether the process has a controlling terminal now: none under a service manager, and
+    none any more once its terminal hung up (the kernel takes it from the whole session)."""
+    try:
+        descriptor = os.open(terminal, os.O_RDWR | os.O_NOCTTY | os.O_NONBLOCK)
+    except OSError:
+        return False
+    os.close(descriptor)
+    return True
 
 
 async def ask(question: str, *, terminal: str = TERMINAL) -> bool:

@@ -15,7 +15,8 @@ itself, its exit code and the last lines of its stderr, which a WARNING log line
 and :class:`~amends_toolkit.protocols.mcp._jsonrpc.ProtocolError` (an answer that is not MCP).
 
 How the process ends (the spec's stdio shutdown): its stdin is closed, then it is terminated,
-then killed, each step waited for a bounded time and shielded from cancellation.
+then killed, each step waited for a bounded time and shielded from cancellation. It runs in a
+session of its own, so nothing but its host ends it: not the terminal's hangup, nor its Ctrl-C.
 """
 
 from __future__ import annotations
@@ -253,7 +254,11 @@ class StdioConnection:
             # Shielded: a stop that came while the process starts would leave it running with
             # nobody to end it; it is ended below, once started.
             with anyio.CancelScope(shield=True):
-                process = await anyio.open_process([command, *args], env=environment, cwd=cwd)
+                # A session of its own (as the SDK's stdio client starts one): a hangup of the
+                # host's terminal, or its Ctrl-C, never reaches the server; the host ends it.
+                process = await anyio.open_process(
+                    [command, *args], env=environment, cwd=cwd, start_new_session=True
+                )
         except OSError as error:
             raise _start_failed(command, cwd, error) from error
         connection = cls(
