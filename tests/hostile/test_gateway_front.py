@@ -310,7 +310,8 @@ async def test_a_foreign_host_is_refused_at_every_endpoint(
             assert "amends_" not in foreign.text
             origin = await http.get(target, headers={"Origin": "http://attacker.example"})
             assert origin.status_code == 403, target
-        assert (await http.get(f"{gateway.base}/healthz")).status_code == 200
+        # Its own Host is answered: every source failed, so /healthz says it is not ready.
+        assert (await http.get(f"{gateway.base}/healthz")).status_code == 503
         assert (await http.get(f"{gateway.base}/metrics")).status_code == 200
     with anyio.fail_after(30):
         async with Client(url, cache=None) as client:
