@@ -678,3 +678,90 @@ async def test_every_route_of_the_app_is_behind_the_host_check() -> None:
         transport=httpx.ASGITransport(app=open_app), base_url=BASE
     ) as http:
         assert (await http.get("/extra", headers={"Host": "gateway.example"})).status_code == 200
+
+
+class _ByHeader:
+    """An authenticator for tests: the caller is whoever ``X-Who`` names."""
+
+    async def authenticate(self, request: Request) -> at.adapters.Caller:
+        who = request.headers.get("x-who", "")
+        return at.adapters.Caller(id=f"test:{who}", name=who, kind="keys")
+
+    def routes(self) -> Sequence[Any]:
+        return ()
+
+
+def _pick(caller: at.adapters.Caller | None) -> str:
+    if caller is None or caller.name not in ("few", "more"):
+        raise at.adapters.Refused(403, "No toolkit serves this caller.", reason="no_profile")
+    return caller.name
+
+
+@pytest.mark.parametrize("mode", ["legacy", "2026-07-28"])
+async def test_select_serves_each_caller_its_own_toolkit_alone(
+    monkeypatch: pytest.MonkeyPatch, mode: Literal["legacy", "2026-07-28"]
+) -> None:
+    built: list[int] = []
+    serve = ToolkitServer._serve
+
+    def counted(self: ToolkitServer, toolkit: at.Toolkit, members: object) -> object:
+        built.append(len(toolkit))
+        return serve(self, toolkit, members)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(ToolkitServer, "_serve", counted)
+    server = at.adapters.mcp_server(
+        {"few": (many(3), ()), "more": (many(7), ())}, name="two", page_size=2, select=_pick
+    )
+    app = server.streamable_http_app(json_response=True, authenticator=_ByHeader())
+
+    @asynccontextmanager
+    async def client(who: str) -> AsyncIterator[Client]:
+        async with (
+            httpx2.AsyncClient(
+                transport=httpx2.ASGITransport(app=app), base_url=BASE, headers={"x-who": who}
+            ) as http,
+            Client(streamable_http_client(f"{BASE}/mcp", http_client=http), mode=mode) as sdk,
+        ):
+            yield sdk
+
+    async with app.router.lifespan_context(app):
+        async with client("few") as few, client("more") as more:
+            assert sum(map(len, await sdk_pages(few))) == 3
+            assert sum(map(len, await sdk_pages(more))) == 7
+            assert (await more.call_tool("many__t0006", {})).content[0].text == "t0006"  # type: ignore[union-attr]
+            with pytest.raises(MCPError, match="Unknown tool") as unknown:
+                await few.call_tool("many__t0006", {})
+            assert unknown.value.error.code == -32602
+            server.replace_all({"few": (many(5), ()), "more": (many(1), ())})
+            assert sum(map(len, await sdk_pages(few))) == 5
+            assert (await few.call_tool("many__t0004", {})).content[0].text == "t0004"  # type: ignore[union-attr]
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url=BASE) as http:
+            refused = await http.post(
+                "/mcp",
+                json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+                headers={"x-who": "nobody", "accept": "application/json, text/event-stream"},
+            )
+    assert refused.status_code == 403
+    assert refused.json() == {
+        "error": "no_profile",
+        "error_description": "No toolkit serves this caller.",
+    }
+    # Each toolkit's listing built once per replace, never per request.
+    assert built == [3, 7, 5, 1]
+    assert set(server.toolkits) == {"few", "more"}
+    with pytest.raises(ValueError, match="replace_all"):
+        server.replace(many(2))
+    with pytest.raises(ValueError, match="several toolkits"):
+        _ = server.toolkit
+
+
+def test_select_goes_with_several_toolkits_and_several_need_select() -> None:
+    with pytest.raises(TypeError, match="select="):
+        at.adapters.mcp_server({"a": (many(1), ())}, name="x")
+    with pytest.raises(TypeError, match="mapping"):
+        at.adapters.mcp_server(many(1), name="x", select=_pick)
+    with pytest.raises(TypeError, match="not int"):
+        at.adapters.mcp_server({"a": (3, ())}, name="x", select=_pick)  # type: ignore[dict-item]
+    single = at.adapters.mcp_server(many(1), name="x")
+    with pytest.raises(ValueError, match="replace it with replace"):
+        single.replace_all({"a": (many(1), ())})

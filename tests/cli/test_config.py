@@ -12,7 +12,9 @@ import amends_toolkit as at
 from amends_toolkit.cli._config import (
     AuthConfig,
     ConfigError,
+    MatchConfig,
     PolicyConfig,
+    ProfileConfig,
     expand_header,
     load_config,
 )
@@ -340,3 +342,104 @@ def test_the_configuration_reads_without_the_gateways_packages() -> None:
         [sys.executable, "-c", program], capture_output=True, text=True, check=True
     )
     assert found.stdout.strip() == "[]"
+
+
+PROFILED = """
+[[sources]]
+name = "tasks"
+mcp = "http://x/mcp"
+
+[[sources]]
+name = "files"
+mcp = "http://y/mcp"
+
+[auth]
+type = "keys"
+keys = { alice = "${ALICE_KEY}", ci = "${CI_KEY}" }
+
+[[profiles]]
+name = "eng"
+match = { keys = ["alice"] }
+sources = ["tasks"]
+presentation = "search"
+policy = { allow = ["tasks__*"], approve = ["tasks__delete_*"], block = [] }
+
+[[profiles]]
+name = "ci"
+match = { keys = ["ci"] }
+"""
+
+
+def test_profiles_are_read_in_order_with_their_defaults(tmp_path: Path) -> None:
+    config = load_config(write(tmp_path, PROFILED))
+    eng, ci = config.profiles
+    assert eng == ProfileConfig(
+        name="eng",
+        match=MatchConfig(kind="keys", values=("alice",)),
+        sources=("tasks",),
+        presentation="search",
+        policy=PolicyConfig(allow=("tasks__*",), approve=("tasks__delete_*",)),
+    )
+    # Every source, [serve]'s presentation, a policy that allows nothing.
+    assert (ci.sources, ci.presentation, ci.policy) == (None, None, PolicyConfig())
+    # No [policy]: a caller no profile matches is refused, not served an empty policy.
+    assert config.policy is None
+
+
+def test_an_oauth_profile_matches_subjects_scopes_or_claims(tmp_path: Path) -> None:
+    text = AUTH + (
+        'type = "oauth"\nissuer = "https://idp.example.com/"\n'
+        '[[profiles]]\nname = "eng"\nmatch = { claims = { groups = "eng", admin = true } }\n'
+        '[[profiles]]\nname = "tools"\nmatch = { scopes = ["mcp:tools"] }\n'
+        '[[profiles]]\nname = "me"\nmatch = { subjects = ["user-1"] }\n'
+    )
+    eng, tools, me = load_config(write(tmp_path, text)).profiles
+    assert eng.match == MatchConfig(kind="claims", claims={"groups": "eng", "admin": True})
+    assert tools.match == MatchConfig(kind="scopes", values=("mcp:tools",))
+    assert me.match == MatchConfig(kind="subjects", values=("user-1",))
+
+
+@pytest.mark.parametrize(
+    ("change", "key", "words"),
+    [
+        (
+            ('sources = ["tasks"]', 'sources = ["tasks", "mail"]'),
+            "sources",
+            "no source is named 'mail'",
+        ),
+        (('keys = ["alice"]', 'keys = ["carol"]'), "match", "no key of [auth] is named 'carol'"),
+        (
+            ('keys = ["alice"]', 'subjects = ["u"]'),
+            "match",
+            'goes with [auth] type = "oauth"',
+        ),
+        (('{ keys = ["alice"] }', '{ keys = ["alice"], subjects = ["u"] }'), "match", "one kind"),
+        (('{ keys = ["alice"] }', '{ groups = "eng" }'), "match", "one kind"),
+        (('keys = ["alice"]', "keys = []"), "match", "must be a list of names"),
+        (('presentation = "search"', 'presentation = "menu"'), "presentation", "must be"),
+        (('allow = ["tasks__*"]', 'allow = "tasks__*"'), "policy", "list of glob patterns"),
+        (("block = []", "deny = []"), "policy", "unknown key 'deny'"),
+        (('name = "eng"', 'name = "ci"'), "name", "two profiles are named 'ci'"),
+        (('name = "eng"', 'name = "default"'), "name", "[policy]'s"),
+        (
+            ('presentation = "search"', "limits = { calls_per_minute = 600 }"),
+            "limits",
+            "limits is not supported yet",
+        ),
+    ],
+)
+def test_a_wrong_profile_is_refused_with_its_line(
+    tmp_path: Path, change: tuple[str, str], key: str, words: str
+) -> None:
+    text = PROFILED.replace(*change, 1)
+    assert text != PROFILED
+    path = write(tmp_path, text)
+    with pytest.raises(ConfigError) as error:
+        load_config(path)
+    lines = text.splitlines()
+    first = lines.index("[[profiles]]")
+    # The line of the key in the profile it is wrong in (the second profile for a twice-used name).
+    start = lines.index("[[profiles]]", first + 1) if "two profiles" in words else first
+    line = next(n for n, t in enumerate(lines[start:], start=start + 1) if t.startswith(f"{key} ="))
+    assert str(error.value).startswith(f"{path}:{line}: "), error.value
+    assert words in str(error.value)

@@ -191,7 +191,8 @@ async def test_metrics_parse_and_count_calls_by_outcome(gateway: GatewayProcess)
     }
     assert samples[("amends_gateway_call_failures_total", (("code", "ApprovalDenied"),))] >= 1
     assert samples[("amends_gateway_call_failures_total", (("code", "InvalidInputError"),))] >= 1
-    assert samples[("amends_gateway_calls_total", (("tool", "grower__add"),))] >= 1
+    calls = ("amends_gateway_calls_total", (("profile", "default"), ("tool", "grower__add")))
+    assert samples[calls] >= 1
     assert samples[("amends_gateway_call_seconds_count", ())] >= 2
     for source in ("tasks", "grower", "notes"):
         assert samples[("amends_actor_in_flight", (("source", source),))] == 0

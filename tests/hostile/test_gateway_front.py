@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
 import anyio
@@ -111,7 +111,7 @@ def not_found(code: str) -> tuple[str, tuple[tuple[str, str], ...]]:
     return ("amends_gateway_call_failures_total", (("code", code),))
 
 
-UNKNOWN = ("amends_gateway_calls_total", (("tool", "unknown"),))
+UNKNOWN = ("amends_gateway_calls_total", (("profile", "default"), ("tool", "unknown")))
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
@@ -174,7 +174,10 @@ async def test_a_blocked_name_is_counted_and_logged_as_not_found(
     after = await scrape(gateway)
     assert after[UNKNOWN] - before.get(UNKNOWN, 0) == 1
     assert after[not_found("NotFoundError")] - before.get(not_found("NotFoundError"), 0) == 1
-    assert ("amends_gateway_calls_total", (("tool", "notes__deleteAll"),)) not in after
+    assert (
+        "amends_gateway_calls_total",
+        (("profile", "default"), ("tool", "notes__deleteAll")),
+    ) not in after
     logged = [e for e in gateway.events("gateway.call") if e["tool"] == "notes__deleteAll"]
     assert {e["outcome"] for e in logged} == {"NotFoundError"}
 
@@ -213,19 +216,21 @@ async def test_our_client_follows_the_pages_of_a_large_catalog(gateway: GatewayP
 async def test_a_refresh_builds_the_listing_in_a_worker_thread(tmp_path: Path) -> None:
     gateway = Gateway(load_config(large_catalog(tmp_path)), output=Output())
     toolkit = at.assemble([], lambda _, __: "allow")
-    front = at.adapters.mcp_server(toolkit, name="gateway")
+    front = at.adapters.mcp_server(
+        {"default": (toolkit, [])}, name="gateway", select=lambda caller: "default"
+    )
     gateway.front = front
     built_in: list[threading.Thread] = []
-    replace = front.replace
+    replace_all = front.replace_all
 
-    def recorded(toolkit: at.Toolkit, *, members: object = ()) -> None:
+    def recorded(toolkits: Mapping[str, tuple[at.Toolkit, Iterable[at.Member]]]) -> None:
         built_in.append(threading.current_thread())
-        replace(toolkit)
+        replace_all(toolkits)
 
     async def discovered() -> dict[str, tuple[at.ToolDefinition, ...]]:
         return {}
 
-    front.replace = recorded  # type: ignore[method-assign]
+    front.replace_all = recorded  # type: ignore[method-assign]
     gateway._discover = discovered  # type: ignore[method-assign]
     await gateway.refresh()
     [thread] = built_in
@@ -310,8 +315,10 @@ async def test_a_foreign_host_is_refused_at_every_endpoint(
             assert "amends_" not in foreign.text
             origin = await http.get(target, headers={"Origin": "http://attacker.example"})
             assert origin.status_code == 403, target
-        # Its own Host is answered: every source failed, so /healthz says it is not ready.
-        assert (await http.get(f"{gateway.base}/healthz")).status_code == 503
+        # Let in with its own Host: every source failed, so not ready, and saying why.
+        health = await http.get(f"{gateway.base}/healthz")
+        assert health.status_code == 503
+        assert "why" in health.json()
         assert (await http.get(f"{gateway.base}/metrics")).status_code == 200
     with anyio.fail_after(30):
         async with Client(url, cache=None) as client:

@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING, Final
 from amends_toolkit._extras import missing_extra
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Iterable, Mapping
 
-    from amends_toolkit.adapters.mcp_front import ToolkitServer
+    from amends_toolkit.adapters.mcp_front import Select, ToolkitServer
     from amends_toolkit.runtime import Member, Toolkit
     from amends_toolkit.runtime._session import Approve, OnError
 
@@ -37,7 +37,7 @@ large the toolkit is."""
 
 
 def mcp_server(
-    toolkit: Toolkit,
+    toolkit: Toolkit | Mapping[str, tuple[Toolkit, Iterable[Member]]],
     *,
     name: str,
     version: str = "",
@@ -47,12 +47,16 @@ def mcp_server(
     timeout: float | None = None,
     members: Iterable[Member] = (),
     page_size: int = LIST_PAGE_SIZE,
+    select: Select | None = None,
 ) -> ToolkitServer:
     """Serve a toolkit, as assembled or presented, as an MCP server, with the host's policy.
 
     Args:
         toolkit: The tools to serve, under their model-facing names, with their input schemas
             exactly as the toolkit has them. A blocked tool is not in it, so no client sees it.
+            Or several toolkits, by name, each with its members, of which ``select`` picks a
+            caller's: a caller lists and calls the tools of its toolkit alone (another's tool is
+            "Unknown tool" to it, as a blocked one is).
         name: The server's name in ``serverInfo``.
         version: The server's version in ``serverInfo``.
         instructions: What the server tells a client about its tools, if anything.
@@ -71,6 +75,9 @@ def mcp_server(
         page_size: Tools in one page of ``tools/list`` (:data:`LIST_PAGE_SIZE`); a client
             follows ``nextCursor`` for the rest, so a request costs this many tools' work
             however many the server serves.
+        select: With several toolkits, the name of a caller's (see
+            :data:`amends_toolkit.adapters.mcp_front.Select`): asked once per request to the
+            endpoint, after the authenticator; a name no toolkit has is served no tool.
 
     Each call runs in its own :class:`~amends_toolkit.Session`, so it checks the input against
     the tool's schema (the SDK checks nothing), asks approval, applies the timeout and shows
@@ -91,7 +98,8 @@ def mcp_server(
     Raises:
         ModuleNotFoundError: the ``mcp`` SDK is not installed; the message names the
             ``pip install`` line of the ``mcp-server`` extra.
-        TypeError: ``toolkit`` is no Toolkit.
+        TypeError: ``toolkit`` is no Toolkit (nor a mapping of them), or ``select`` is given
+            with one toolkit or missing with several.
         ValueError: ``timeout`` is not a positive number of seconds, or ``page_size`` is
             not a whole number from 1.
     """
@@ -113,4 +121,5 @@ def mcp_server(
         timeout=timeout,
         members=members,
         page_size=page_size,
+        select=select,
     )

@@ -12,6 +12,13 @@ on one endpoint); the toolkit decides everything else: which tools exist, what i
 (the SDK validates no argument against a schema), and what a call answers. A source's media
 (MCP content blocks) go to the client as blocks, and its progress to a client that asked.
 ``tools/list`` answers ``page_size`` tools a page, from a listing built once per toolkit.
+
+A front may serve several toolkits, each under a name, and a ``select`` function that names the
+one a caller is served (the gateway's profiles)::
+
+    front = at.adapters.mcp_server(
+        {"eng": (eng_toolkit, eng_members), "ops": (ops_toolkit, ())}, name="tasks", select=pick
+    )
 """
 
 from __future__ import annotations
@@ -19,8 +26,9 @@ from __future__ import annotations
 import json
 import math
 from collections import Counter
+from collections.abc import Mapping
 from contextvars import ContextVar
-from typing import TYPE_CHECKING, Any, Final, NamedTuple
+from typing import TYPE_CHECKING, Any, Final, NamedTuple, TypeAlias, cast
 
 import mcp_types as types
 from mcp.server.lowlevel import Server
@@ -50,7 +58,7 @@ from amends_toolkit.adapters._mcp_server import LIST_PAGE_SIZE, MAX_SESSIONS, SE
 from amends_toolkit.runtime import Member, Session, Toolkit
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Mapping, Sequence
+    from collections.abc import Callable, Iterable, Sequence
 
     from mcp.server.auth.middleware.bearer_auth import AuthorizationContext
     from mcp.server.context import ServerRequestContext
@@ -61,10 +69,19 @@ if TYPE_CHECKING:
     from amends_toolkit._errors import Failure
     from amends_toolkit._json import JsonObject, JsonValue
     from amends_toolkit._progress import Progress
+    from amends_toolkit.adapters._callers import Caller
     from amends_toolkit.runtime import ToolResult
     from amends_toolkit.runtime._session import Approve, OnError
 
-__all__ = ("ToolkitServer",)
+__all__ = ("SELECTED_SCOPE_KEY", "Select", "ToolkitServer")
+
+Select: TypeAlias = "Callable[[Caller | None], str]"
+"""Names the toolkit a caller is served (``None``: a front without an authenticator, or stdio);
+raises :class:`~amends_toolkit.adapters.Refused` to refuse the caller."""
+SELECTED_SCOPE_KEY: Final = "amends_toolkit.toolkit"
+"""The key of the ASGI scope under which the front keeps the name of a request's toolkit."""
+_ONE: Final = ""
+"""The name of a front's toolkit when it serves only one."""
 
 _log = get_logger(__name__)
 _VERSIONS = (*HANDSHAKE_PROTOCOL_VERSIONS, *MODERN_PROTOCOL_VERSIONS)
@@ -83,6 +100,10 @@ class _Served(NamedTuple):
     tools: Sequence[types.Tool]
 
 
+_NOTHING: Final = _Served(Toolkit.from_entries(()), ())
+"""What a name no toolkit is served under has: no tool to list or call."""
+
+
 class ToolkitServer:
     """A toolkit served as an MCP server: ``tools/list`` and ``tools/call``, nothing else.
 
@@ -91,13 +112,14 @@ class ToolkitServer:
     Attributes:
         toolkit: The tools served: the toolkit given, less the tools that always need approval
             when no ``approve`` was given, and any whose schema MCP cannot list (logged).
+        toolkits: Each toolkit served, by its name, as ``toolkit`` says.
         server: The SDK's low-level :class:`mcp.server.lowlevel.Server`, for what this class does
             not wrap (another transport, middleware).
     """
 
     def __init__(
         self,
-        toolkit: Toolkit,
+        toolkit: Toolkit | Mapping[str, tuple[Toolkit, Iterable[Member]]],
         *,
         name: str,
         version: str = "",
@@ -107,18 +129,31 @@ class ToolkitServer:
         timeout: float | None = None,
         members: Iterable[Member] = (),
         page_size: int = LIST_PAGE_SIZE,
+        select: Select | None = None,
     ) -> None:
-        if not isinstance(toolkit, Toolkit):
+        if isinstance(toolkit, Mapping):
+            if select is None:
+                raise TypeError("mcp_server of several toolkits needs select= to pick a caller's")
+            toolkits = dict(toolkit)
+        elif isinstance(toolkit, Toolkit):
+            if select is not None:
+                raise TypeError("select= picks among several toolkits: give a mapping of them")
+            toolkits = {_ONE: (toolkit, members)}
+        else:
             raise TypeError(f"mcp_server serves a Toolkit, not {type(toolkit).__name__}")
+        for served, _ in toolkits.values():
+            if not isinstance(served, Toolkit):
+                raise TypeError(f"mcp_server serves a Toolkit, not {type(served).__name__}")
         if isinstance(page_size, bool) or not isinstance(page_size, int) or page_size < 1:
             raise ValueError(f"page_size must be a whole number of tools from 1, not {page_size!r}")
         self._approve: Approve = _never if approve is None else approve
         self._on_error = on_error
         self._timeout = timeout
         self._page_size = page_size
-        self._served = self._serve(toolkit, members)
+        self._select: Select = (lambda caller: _ONE) if select is None else select
+        self._served = self._serve_all(toolkits)
         # Refuse a bad timeout now, not at the first call.
-        Session(self.toolkit, approve=self._approve, on_error=on_error, timeout=timeout)
+        Session(_NOTHING.toolkit, approve=self._approve, on_error=on_error, timeout=timeout)
         self.server: Server[Any] = Server(
             name,
             version=version,
@@ -130,8 +165,19 @@ class ToolkitServer:
 
     @property
     def toolkit(self) -> Toolkit:
-        """The tools served now (see the class's attributes)."""
-        return self._served.toolkit
+        """The tools served now, by a front of one toolkit (see the class's attributes).
+
+        Raises:
+            ValueError: the front serves several toolkits (see ``toolkits``).
+        """
+        if set(self._served) != {_ONE}:
+            raise ValueError("this front serves several toolkits: see its toolkits")
+        return self._served[_ONE].toolkit
+
+    @property
+    def toolkits(self) -> Mapping[str, Toolkit]:
+        """Each toolkit served now, by its name (``""`` for a front of one toolkit)."""
+        return {name: served.toolkit for name, served in self._served.items()}
 
     def streamable_http_app(
         self,
@@ -170,7 +216,10 @@ class ToolkitServer:
                 its :class:`~amends_toolkit.adapters.Refused` says; an admitted one carries its
                 :class:`~amends_toolkit.adapters.Caller` (:func:`~amends_toolkit.adapters.caller_of`),
                 and a session is bound to that caller instead of the peer address. Its
-                ``routes()`` are served beside the endpoint, unauthenticated.
+                ``routes()`` are served beside the endpoint, unauthenticated. A front of several
+                toolkits then asks its ``select`` about the caller: a
+                :class:`~amends_toolkit.adapters.Refused` it raises is answered as the
+                authenticator's are, and the request is served the toolkit it names alone.
 
         Every route of the app, the endpoint and any a host adds to ``app.router.routes`` (a
         health check, metrics), is behind that one Host and Origin check: a foreign ``Host``
@@ -203,8 +252,7 @@ class ToolkitServer:
             ],
             lifespan=lambda app: sessions.run(),
         )
-        if authenticator is not None:
-            app.add_middleware(_Authenticated, path=path, authenticator=authenticator)
+        app.add_middleware(_Admitted, path=path, authenticator=authenticator, select=self._select)
         # The SDK checks at its endpoint alone; the same settings guard every route.
         if transport_security is not None and transport_security.enable_dns_rebinding_protection:
             app.add_middleware(_HostChecked, check=TransportSecurityMiddleware(transport_security))
@@ -222,7 +270,8 @@ class ToolkitServer:
             )
 
     def replace(self, toolkit: Toolkit, *, members: Iterable[Member] = ()) -> None:
-        """Serve another toolkit from now on (a refreshed catalog), with the same options.
+        """Serve another toolkit from now on (a refreshed catalog), with the same options, by a
+        front of one toolkit; :meth:`replace_all` replaces several.
 
         Calls running finish on the toolkit they began on; the next ``tools/list`` and
         ``tools/call`` see the new one. Telling clients that the list changed is the host's.
@@ -232,7 +281,25 @@ class ToolkitServer:
         (``await anyio.to_thread.run_sync(functools.partial(front.replace, toolkit))``); the
         new toolkit and its listing are served together once it returns.
         """
-        self._served = self._serve(toolkit, members)
+        if self._served.keys() != {_ONE}:
+            raise ValueError("this front serves several toolkits: replace them with replace_all")
+        self._served = self._serve_all({_ONE: (toolkit, members)})
+
+    def replace_all(self, toolkits: Mapping[str, tuple[Toolkit, Iterable[Member]]]) -> None:
+        """Serve these toolkits, by name, from now on, in place of all served before: as
+        :meth:`replace` does, each toolkit's listing built here, once, and all served together
+        once it returns. A name ``select`` gives that is not among them is served no tool.
+        """
+        if self._served.keys() == {_ONE} and _ONE not in toolkits:
+            raise ValueError("this front serves one toolkit: replace it with replace")
+        self._served = self._serve_all(dict(toolkits))
+
+    def _serve_all(
+        self, toolkits: Mapping[str, tuple[Toolkit, Iterable[Member]]]
+    ) -> Mapping[str, _Served]:
+        return {
+            name: self._serve(toolkit, members) for name, (toolkit, members) in toolkits.items()
+        }
 
     def _serve(self, toolkit: Toolkit, members: Iterable[Member]) -> _Served:
         if self._approve is _never:
@@ -263,13 +330,32 @@ class ToolkitServer:
         )
 
     def _input_schema(self, name: str) -> Mapping[str, Any] | None:
-        tool = self.toolkit.tools.get(name)
-        return None if tool is None else tool.input_schema
+        # For the SDK's Mcp-Param header check, which says no caller: a tool's schema is its
+        # source's whichever toolkit serves it (a presentation's tools, its presentation's),
+        # and the call is answered from the caller's toolkit alone.
+        for served in self._served.values():
+            tool = served.toolkit.tools.get(name)
+            if tool is not None:
+                return tool.input_schema
+        return None
+
+    def _selected(self, ctx: ServerRequestContext[Any]) -> _Served:
+        """The toolkit of the request's caller: as the endpoint's middleware chose it, or
+        (over stdio, with no request) as ``select`` names it for no caller."""
+        request = cast("Request | None", ctx.request)
+        if request is not None and SELECTED_SCOPE_KEY in request.scope:
+            name = request.scope[SELECTED_SCOPE_KEY]
+        else:
+            try:
+                name = self._select(None)
+            except Refused as refused:
+                raise MCPError(code=types.INVALID_REQUEST, message=refused.message) from None
+        return self._served.get(name, _NOTHING)
 
     async def _list_tools(
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        tools = self._served.tools
+        tools = self._selected(ctx).tools
         start = 0 if params is None or params.cursor is None else _position(params.cursor)
         end = start + self._page_size
         return types.ListToolsResult(
@@ -279,7 +365,8 @@ class ToolkitServer:
     async def _call_tool(
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
-        if params.name not in self.toolkit:
+        toolkit = self._selected(ctx).toolkit
+        if params.name not in toolkit:
             # A protocol error, as the spec asks for a tool the server does not have; the
             # client's name is echoed cut, as any text from outside is.
             raise MCPError(code=types.INVALID_PARAMS, message=f"Unknown tool: {cut(params.name)}")
@@ -293,7 +380,7 @@ class ToolkitServer:
         # A session per call: approval, on_error and timeout behave as in a harness, and a call
         # the client cancels is cancelled alone.
         async with Session(
-            self.toolkit,
+            toolkit,
             approve=self._approve,
             on_error=self._on_error,
             timeout=self._timeout,
@@ -338,19 +425,27 @@ _OPENER: ContextVar[str] = ContextVar("mcp_front_opener", default="")
 """The peer of the request that may open a session, for the session manager to bind it to."""
 
 
-class _Authenticated:
+class _Admitted:
     """An ASGI middleware: a request to the endpoint passes only with the caller its
-    authenticator establishes, kept in its scope; any other route passes as it is."""
+    authenticator establishes and the toolkit ``select`` names for it, both kept in its scope;
+    any other route passes as it is."""
 
-    def __init__(self, app: ASGIApp, *, path: str, authenticator: Authenticator) -> None:
+    def __init__(
+        self, app: ASGIApp, *, path: str, authenticator: Authenticator | None, select: Select
+    ) -> None:
         self.app = app
         self._path = path
         self._authenticator = authenticator
+        self._select = select
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and scope["path"] == self._path:
             try:
-                caller = await self._authenticator.authenticate(Request(scope))
+                caller = None
+                if self._authenticator is not None:
+                    caller = await self._authenticator.authenticate(Request(scope))
+                    scope[CALLER_SCOPE_KEY] = caller
+                scope[SELECTED_SCOPE_KEY] = self._select(caller)
             except Refused as refused:
                 answer = JSONResponse(
                     {"error": refused.reason, "error_description": refused.message},
@@ -359,7 +454,6 @@ class _Authenticated:
                 )
                 await answer(scope, receive, send)
                 return
-            scope[CALLER_SCOPE_KEY] = caller
         await self.app(scope, receive, send)
 
 

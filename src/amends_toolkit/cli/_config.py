@@ -29,6 +29,16 @@ The keys are binding (hosts rely on them)::
     audience = "https://gw.example.com/mcp"   # oauth: default, the gateway's own URL
     scopes = ["mcp:tools"]                    # oauth: required on every token
 
+    [[profiles]]                # the first that matches a caller serves it (see cli/_profiles.py)
+    name = "eng"
+    match = { keys = ["alice"] }              # or subjects, scopes, claims = { groups = "eng" }
+    sources = ["tasks"]                       # default: every source
+    presentation = "search"                   # default: [serve]'s
+    policy = { allow = ["tasks__*"], approve = [], block = [] }   # as [policy]
+
+A caller no profile matches is served by ``[policy]``; without a ``[policy]`` table, it is
+refused. A profile's ``limits`` is refused for now: it is not enforced yet (issue 28).
+
 A mistake is a :class:`ConfigError` naming the file, the line (where the key is written in the
 file) and the fix; nothing is guessed and no key is ignored.
 """
@@ -51,13 +61,16 @@ from amends_toolkit.adapters._mcp_server import MAX_SESSIONS, SESSION_IDLE_TIMEO
 
 __all__ = (
     "BODY_TIMEOUT",
+    "DEFAULT_PROFILE",
     "HEADER_TIMEOUT",
     "MAX_CONNECTIONS",
     "PRESENTATIONS",
     "AuthConfig",
     "ConfigError",
     "GatewayConfig",
+    "MatchConfig",
     "PolicyConfig",
+    "ProfileConfig",
     "ServeConfig",
     "SourceConfig",
     "expand_header",
@@ -113,6 +126,11 @@ _OAUTH_ONLY: Final = ("issuer", "audience", "scopes")
 _ORIGIN: Final = re.compile(r"^https?://(\[[0-9A-Fa-f:.]+\]|[^/\s:\[\]]+)(:\d{1,5})?$")
 _HOST: Final = re.compile(r"^[^/\s@]+$")
 _POLICY_KEYS: Final = frozenset(("allow", "approve", "block"))
+_PROFILE_KEYS: Final = frozenset(("name", "match", "sources", "presentation", "policy", "limits"))
+_MATCH_KINDS: Final = ("keys", "subjects", "scopes", "claims")
+DEFAULT_PROFILE: Final = "default"
+"""The profile name of ``[policy]``, which serves the callers no ``[[profiles]]`` matches (in
+the audit lines and the metrics); a ``[[profiles]]`` table may not take it."""
 
 
 class ConfigError(ValueError):
@@ -146,6 +164,30 @@ class PolicyConfig:
     allow: tuple[str, ...] = ()
     approve: tuple[str, ...] = ()
     block: tuple[str, ...] = ()
+
+
+@attrs.frozen(kw_only=True)
+class MatchConfig:
+    """A profile's ``match``: one kind of test of a caller (see ``cli/_profiles.py``)."""
+
+    kind: Literal["keys", "subjects", "scopes", "claims"]
+    values: tuple[str, ...] = ()
+    """keys: key names; subjects: tokens' ``sub``; scopes: scopes a token must all hold."""
+    claims: Mapping[str, str | int | bool] = attrs.field(factory=dict)
+    """claims: a claim's name to the value it must have or, for a list claim, hold."""
+
+
+@attrs.frozen(kw_only=True)
+class ProfileConfig:
+    """One ``[[profiles]]`` table: who it serves, and what."""
+
+    name: str
+    match: MatchConfig
+    sources: tuple[str, ...] | None = None
+    """The sources its toolkit is assembled from; none: every source."""
+    presentation: Presentation | None = None
+    """None: ``[serve]``'s."""
+    policy: PolicyConfig = attrs.field(factory=lambda: PolicyConfig())
 
 
 @attrs.frozen(kw_only=True)
@@ -211,10 +253,12 @@ class GatewayConfig:
 
     path: Path
     sources: tuple[SourceConfig, ...]
-    policy: PolicyConfig
+    policy: PolicyConfig | None
+    """None when the file has no ``[policy]``: a caller no profile matches is refused."""
     serve: ServeConfig
     auth: AuthConfig | None = None
     """None when the file has no ``[auth]``: the gateway does not start."""
+    profiles: tuple[ProfileConfig, ...] = ()
 
 
 def load_config(path: Path) -> GatewayConfig:
@@ -305,11 +349,11 @@ class _Reader:
         return start
 
     def read(self, data: dict[str, object]) -> GatewayConfig:
-        unknown = sorted(set(data) - {"sources", "policy", "serve", "auth"})
+        unknown = sorted(set(data) - {"sources", "policy", "serve", "auth", "profiles"})
         if unknown:
             raise ConfigError(
                 f"{self.path}: unknown table or key {unknown[0]!r}; "
-                "the keys are [[sources]], [policy], [serve] and [auth]"
+                "the keys are [[sources]], [policy], [serve], [auth] and [[profiles]]"
             )
         raw_sources = data.get("sources")
         if not isinstance(raw_sources, list) or not raw_sources:
@@ -332,13 +376,123 @@ class _Reader:
                 '(type = "keys") or tokens (type = "oauth")',
                 table="auth", key="type",
             )  # fmt: skip
+        raw_profiles = data.get("profiles", [])
+        if not isinstance(raw_profiles, list):
+            raise self.fail("profiles must be tables, each written [[profiles]]", table="profiles")
+        profiles = tuple(self._profile(i, raw, seen, auth) for i, raw in enumerate(raw_profiles))
+        names = [profile.name for profile in profiles]
+        for i, name in enumerate(names):
+            if name in names[:i]:
+                raise self.fail(
+                    f"two profiles are named {name!r}: give each its own name",
+                    table="profiles", index=i, key="name",
+                )  # fmt: skip
         return GatewayConfig(
             path=self.path,
             sources=sources,
-            policy=self._policy(data.get("policy", {})),
+            policy=self._policy(data["policy"]) if "policy" in data else None,
             serve=serve,
             auth=auth,
+            profiles=profiles,
         )
+
+    def _profile(
+        self, index: int, raw: object, sources: set[str], auth: AuthConfig | None
+    ) -> ProfileConfig:
+        def fail(problem: str, key: str | None = None) -> ConfigError:
+            return self.fail(problem, table="profiles", index=index, key=key)
+
+        if not isinstance(raw, dict):
+            raise fail("each [[profiles]] must be a table")
+        for key in raw:
+            if key not in _PROFILE_KEYS:
+                raise fail(
+                    f"unknown key {key!r} in [[profiles]]; the keys are "
+                    + ", ".join(sorted(_PROFILE_KEYS)),
+                    key,
+                )
+        if "limits" in raw:
+            # Refused rather than read and ignored: an operator who writes a limit relies on it.
+            raise fail(
+                "limits is not supported yet (issue 28): remove it; a caller's calls in flight "
+                "are bounded by [serve] max_in_flight_per_caller",
+                "limits",
+            )
+        name = raw.get("name")
+        if not isinstance(name, str) or not _NAME.match(name):
+            raise fail("a profile needs a name of 1 to 32 letters, digits, '_' or '-'", "name")
+        if name == DEFAULT_PROFILE:
+            raise fail(
+                f"the profile name {DEFAULT_PROFILE!r} is [policy]'s: choose another", "name"
+            )
+        match = self._match(raw.get("match"), auth, fail)
+        options: dict[str, Any] = {}
+        if "sources" in raw:
+            listed = raw["sources"]
+            if (
+                not isinstance(listed, list)
+                or not listed
+                or not all(isinstance(s, str) for s in listed)
+            ):
+                raise fail('sources must be a list of source names, such as ["tasks"]', "sources")
+            unknown = [s for s in listed if s not in sources]
+            if unknown:
+                raise fail(
+                    f"no source is named {unknown[0]!r}; the sources are "
+                    + ", ".join(sorted(sources)),
+                    "sources",
+                )
+            options["sources"] = tuple(dict.fromkeys(listed))
+        if "presentation" in raw:
+            if raw["presentation"] not in ("tools", "search", "code"):
+                raise fail('presentation must be "tools", "search" or "code"', "presentation")
+            options["presentation"] = raw["presentation"]
+        if "policy" in raw:
+            options["policy"] = self._policy(raw["policy"], index=index)
+        return ProfileConfig(name=name, match=match, **options)
+
+    def _match(
+        self,
+        raw: object,
+        auth: AuthConfig | None,
+        fail: Callable[[str, str], ConfigError],
+    ) -> MatchConfig:
+        if not isinstance(raw, dict) or len(raw) != 1 or next(iter(raw)) not in _MATCH_KINDS:
+            raise fail(
+                'match must name one kind of caller: { keys = ["alice"] }, { subjects = [...] }, '
+                '{ scopes = [...] } or { claims = { groups = "eng" } }',
+                "match",
+            )
+        ((kind, value),) = raw.items()
+        wanted = "keys" if kind == "keys" else "oauth"
+        if auth is not None and auth.type != wanted:
+            raise fail(f'match = {{ {kind} = ... }} goes with [auth] type = "{wanted}"', "match")
+        if kind == "claims":
+            if (
+                not isinstance(value, dict)
+                or not value
+                or not all(isinstance(v, str | int | bool) for v in value.values())
+            ):
+                raise fail(
+                    'claims must name claims and their values, such as { groups = "eng" }',
+                    "match",
+                )
+            return MatchConfig(kind="claims", claims=dict(value))
+        if (
+            not isinstance(value, list)
+            or not value
+            or not all(isinstance(v, str) and v for v in value)
+        ):
+            raise fail(f'{kind} must be a list of names, such as {kind} = ["alice"]', "match")
+        if kind == "keys" and auth is not None:
+            unknown = [v for v in value if v not in auth.keys]
+            if unknown:
+                raise fail(
+                    f"no key of [auth] is named {unknown[0]!r}; the keys are "
+                    + ", ".join(sorted(auth.keys)),
+                    "match",
+                )
+        return MatchConfig(kind=kind, values=tuple(value))
 
     def _source(self, index: int, raw: object) -> SourceConfig:
         def fail(problem: str, key: str | None = None) -> ConfigError:
@@ -476,21 +630,29 @@ class _Reader:
                 )
         return raw, fail
 
-    def _policy(self, raw: object) -> PolicyConfig:
+    def _policy(self, raw: object, *, index: int | None = None) -> PolicyConfig:
+        """``[policy]``, or with ``index`` the ``policy`` of that ``[[profiles]]``."""
+        where, table = (
+            ("[policy]", "policy") if index is None else ("a profile's policy", "profiles")
+        )
+
+        def fail(problem: str, key: str) -> ConfigError:
+            return self.fail(
+                problem, table=table, index=index or 0, key=key if index is None else "policy"
+            )
+
         if not isinstance(raw, dict):
-            raise self.fail("[policy] must be a table", table="policy")
+            raise fail(f"{where} must be a table", "policy")
         lists: dict[str, tuple[str, ...]] = {}
         for key, value in raw.items():
             if key not in _POLICY_KEYS:
-                raise self.fail(
-                    f"unknown key {key!r} in [policy]; the keys are allow, approve and block",
-                    table="policy", key=key,
-                )  # fmt: skip
+                raise fail(
+                    f"unknown key {key!r} in {where}; the keys are allow, approve and block", key
+                )
             if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
-                raise self.fail(
-                    f"{key} must be a list of glob patterns, such as {key} = [\"tasks__*\"]",
-                    table="policy", key=key,
-                )  # fmt: skip
+                raise fail(
+                    f'{key} must be a list of glob patterns, such as {key} = ["tasks__*"]', key
+                )
             lists[key] = tuple(value)
         return PolicyConfig(**lists)
 

@@ -6,8 +6,11 @@ served over Streamable HTTP by :func:`amends_toolkit.adapters.mcp_server`, both 
 endpoint, each call in a session of its own. Beside it: ``/healthz`` (open to all) and
 ``/metrics`` (behind ``[serve] metrics_key`` when given).
 
-Every request to the endpoint is asked who its caller is, as ``[auth]`` says (``cli/_auth.py``);
-a session is its caller's alone, and each call's log line names its caller. Every route is
+Every request to the endpoint is asked who its caller is, as ``[auth]`` says (``cli/_auth.py``),
+and is served the toolkit of its caller's profile: the first ``[[profiles]]`` that matches it
+(``cli/_profiles.py``), else ``[policy]``'s, else it is refused (403). Each profile's toolkit is
+assembled once per refresh, from its sources, under its policy and presentation. A session is
+its caller's alone, and each call's log line names its caller and profile. Every route is
 behind a Host and Origin check, whatever the host: its own names, loopback's, and
 ``[serve] allowed_hosts`` and ``allowed_origins``.
 
@@ -55,13 +58,15 @@ from amends_toolkit._errors import Failure, NameClash, ToolSourceError
 from amends_toolkit._log import get_logger
 from amends_toolkit._peer import cut
 from amends_toolkit.adapters import Refused, caller_of
+from amends_toolkit.adapters.mcp_front import SELECTED_SCOPE_KEY
 from amends_toolkit.cli._auth import KeyAuthenticator, OpenAuthenticator, expand_key, required_auth
-from amends_toolkit.cli._config import ConfigError
+from amends_toolkit.cli._config import DEFAULT_PROFILE, ConfigError, Presentation
 from amends_toolkit.cli._connections import FILES_RESERVED, raise_open_files, timed_protocol
 from amends_toolkit.cli._metrics import GatewayMetrics
 from amends_toolkit.cli._output import silence
 from amends_toolkit.cli._pinning import SessionPinning
 from amends_toolkit.cli._policy import GlobPolicy
+from amends_toolkit.cli._profiles import profile_of
 from amends_toolkit.cli._sources import build_source
 from amends_toolkit.cli._terminal import approval_question, ask, has_terminal
 from amends_toolkit.presentations import MontyRuntime, code_mode, tool_search
@@ -121,6 +126,23 @@ class _Call:
 
 _CALL: contextvars.ContextVar[_Call | None] = contextvars.ContextVar("gateway_call", default=None)
 
+Signature = tuple[tuple[str, str, str], ...]
+Served = dict[str, tuple[Toolkit, list[Member]]]
+"""Each profile's toolkit and its members, by the profile's name."""
+
+
+@attrs.frozen(kw_only=True)
+class _Profile:
+    """A profile as the gateway assembles it: its sources, presentation and policy."""
+
+    name: str
+    sources: tuple[str, ...] | None
+    """None: every source."""
+    presentation: Presentation
+    policy: GlobPolicy
+    what: str
+    """How its notes name its policy: ``[policy]``, or ``profile eng's policy``."""
+
 
 class _QuietServer(uvicorn.Server):
     """uvicorn without its signal handlers: the gateway handles signals itself."""
@@ -139,7 +161,26 @@ class Gateway:
         self.config = config
         self.output = output
         self.approve_on_terminal = approve_on_terminal
-        self.policy = GlobPolicy(config.policy)
+        self.profiles = [
+            _Profile(
+                name=profile.name,
+                sources=profile.sources,
+                presentation=profile.presentation or config.serve.presentation,
+                policy=GlobPolicy(profile.policy),
+                what=f"profile {profile.name}'s policy",
+            )
+            for profile in config.profiles
+        ]
+        if config.policy is not None:
+            self.profiles.append(
+                _Profile(
+                    name=DEFAULT_PROFILE,
+                    sources=None,
+                    presentation=config.serve.presentation,
+                    policy=GlobPolicy(config.policy),
+                    what="[policy]",
+                )
+            )
         self.refs: dict[str, ActorRef] = {}
         self.catalog: dict[str, tuple[ToolDefinition, ...]] = {}
         self.failed: dict[str, ToolSourceError] = {}
@@ -151,8 +192,8 @@ class Gateway:
         # A session's latest request context, by its Mcp-Session-Id: its connection's standalone
         # stream is where a session client hears that the list changed.
         self._sessions: dict[str, ServerSession] = {}
-        self._reported: set[str] = set()
-        self._unmatched: set[str] = set()
+        self._reported: set[tuple[str, str]] = set()
+        self._unmatched: set[tuple[str, str]] = set()
         self._clash_noted: frozenset[str] = frozenset()
         self._draining = False
         self._in_flight = 0
@@ -160,7 +201,8 @@ class Gateway:
         self._refresh_wanted = anyio.Event()
         self._ask_lock = anyio.Lock()
         self._sandbox: CodeRuntime | None = None
-        self._served: tuple[tuple[str, str, str], ...] = ()
+        self._served: dict[str, Signature] = {}
+        self._tools = 0
         self._stopper: TaskGroup | None = None
         self._hangup_stops = False
         self._on_terminal: tuple[int, ...] = ()
@@ -209,24 +251,27 @@ class Gateway:
                     call_timeout=serve.call_timeout,
                     max_per_caller=serve.max_in_flight_per_caller,
                 )
-            if serve.presentation == "code":
+            if any(profile.presentation == "code" for profile in self.profiles):
                 self._sandbox = await stack.enter_async_context(MontyRuntime())
             with self.output.status("Discovering the sources' tools"):
                 catalog = await self._discover()
-            try:
-                toolkit, members = self._assemble(catalog)
-            except NameClash as clash:
-                self._clashed(clash, refresh=False)
-                toolkit, members = self._assemble(catalog, left_out=clash)
+            toolkits: Served = {}
+            for profile in self.profiles:
+                try:
+                    toolkits[profile.name] = self._assemble(profile, catalog)
+                except NameClash as clash:
+                    self._clashed(clash, refresh=False)
+                    toolkits[profile.name] = self._assemble(profile, catalog, left_out=clash)
             self.catalog = catalog
             self.front = adapters.mcp_server(
-                toolkit,
+                toolkits,
                 name="amends-toolkit",
                 version="0.1.0",
                 approve=self._ask if self.approve_on_terminal else self._refuse,
-                members=members,
+                select=self._select,
             )
-            self._served = self._signature(self.front.toolkit)
+            self._served = self._signatures(self.front)
+            self._tools = len(self._union(self.front))
             self._instrument(self.front)
             # Bound before the app is built: the port is part of the resource OAuth names.
             listening = _listen(serve.host, serve.port)
@@ -318,19 +363,52 @@ class Gateway:
         except ValueError as error:
             raise ConfigError(f"{self.config.path}: [auth] {error}") from None
 
+    def _select(self, caller: Caller | None) -> str:
+        """The profile that serves ``caller``: the first of ``[[profiles]]`` that matches it,
+        else ``[policy]``'s.
+
+        Raises:
+            Refused: no profile serves it (403, and a ``gateway.refused`` line).
+        """
+        name = profile_of(self.config.profiles, caller)
+        if name is not None:
+            return name
+        if self.config.policy is not None:
+            return DEFAULT_PROFILE
+        _log.info("gateway.refused", reason="no_profile", status=403, **_audited(caller))
+        raise Refused(
+            403,
+            "No profile of this gateway serves this caller, and it has no [policy] for callers "
+            "no profile matches: ask its operator to add one.",
+            reason="no_profile",
+        )
+
+    @staticmethod
+    def _union(front: ToolkitServer) -> Toolkit:
+        """Every tool served, to any profile, each name once."""
+        entries = {e.name: e for toolkit in front.toolkits.values() for e in toolkit.entries()}
+        return Toolkit.from_entries(entries.values())
+
     def _report_ready(self) -> None:
         assert self.front is not None
         if self.config.auth is not None and self.config.auth.type == "none":
             self.output.note(
                 '[auth] type = "none": anyone on this machine can call every tool served'
             )
+        if self.config.policy is None:
+            self.output.note(
+                "no [policy]: a caller that no [[profiles]] matches is refused (403)"
+                if self.config.profiles
+                else "no [policy] and no [[profiles]]: every caller is refused (403); add a [policy]"
+            )
+        union = self._union(self.front)
         self.output.served(
             self.url,
-            self.front.toolkit,
+            union,
             failed={name: f"{e.reason}: {e.message}" for name, e in self.failed.items()},
         )
         if not self.approve_on_terminal and any(
-            t.needs_approval is not False for t in self.front.toolkit.tools.values()
+            t.needs_approval is not False for t in union.tools.values()
         ):
             self.output.note(
                 "calls that need approval will be refused: run with --approve-on-terminal "
@@ -397,22 +475,25 @@ class Gateway:
         assert front is not None
         catalog = await self._discover()
 
-        def serve() -> tuple[tuple[str, str, str], ...]:
-            toolkit, members = self._assemble(catalog)
-            front.replace(toolkit, members=members)
-            return self._signature(front.toolkit)
+        def serve() -> tuple[dict[str, Signature], int]:
+            # A clash in any profile's toolkit serves every profile on its tools of before.
+            served = {p.name: self._assemble(p, catalog) for p in self.profiles}
+            front.replace_all(served)
+            return self._signatures(front), len(self._union(front))
 
-        # The toolkit, its listing and its signature are work linear in the catalog (seconds
+        # The toolkits, their listings and signatures are work linear in the catalog (seconds
         # for tens of thousands of tools): off the event loop, one refresh at a time.
         try:
-            signature = await anyio.to_thread.run_sync(serve)
+            signatures, self._tools = await anyio.to_thread.run_sync(serve)
         except NameClash as clash:
             self._clashed(clash, refresh=True)
             return
         self.catalog = catalog
-        changed = signature != self._served
-        self._served = signature
-        _log.info("gateway.refreshed", tools=len(front.toolkit), changed=changed)
+        # Every session is told when any profile's toolkit changed: a client lists again, and
+        # one whose toolkit did not change reads the same list.
+        changed = signatures != self._served
+        self._served = signatures
+        _log.info("gateway.refreshed", tools=self._tools, changed=changed)
         if changed:
             await self._tell_clients()
 
@@ -442,34 +523,44 @@ class Gateway:
         return catalog
 
     def _assemble(
-        self, catalog: dict[str, tuple[ToolDefinition, ...]], *, left_out: NameClash | None = None
+        self,
+        profile: _Profile,
+        catalog: dict[str, tuple[ToolDefinition, ...]],
+        *,
+        left_out: NameClash | None = None,
     ) -> tuple[Toolkit, list[Member]]:
-        """The toolkit to serve, less the tools of a clash ``left_out``.
+        """A profile's toolkit, from its sources under its policy and presentation, less the
+        tools of a clash ``left_out``.
 
         Raises:
             NameClash: tools of the catalogs that would share one name.
         """
-        members = [Member(ref, catalog.get(name, ())) for name, ref in self.refs.items()]
-        decide: Callable[[str, ToolDefinition], Decision] = self.policy
+        members = [
+            Member(ref, catalog.get(name, ()))
+            for name, ref in self.refs.items()
+            if profile.sources is None or name in profile.sources
+        ]
+        policy = profile.policy
+        decide: Callable[[str, ToolDefinition], Decision] = policy
         if left_out is not None:
             clashing = {pair for pairs in left_out.clashes.values() for pair in pairs}
 
             def leaving_out(source: str, definition: ToolDefinition) -> Decision:
-                decision = self.policy(source, definition)  # first: its patterns are noted
+                decision = policy(source, definition)  # first: its patterns are noted
                 return "block" if (source, definition.name) in clashing else decision
 
             decide = leaving_out
-        self.policy.reset()
-        toolkit = _watched(self._present(assemble(members, decide)))
-        fresh = [name for name in self.policy.unnamed if name not in self._reported]
+        policy.reset()
+        toolkit = _watched(self._present(assemble(members, decide), profile.presentation))
+        fresh = [n for n in policy.unnamed if (profile.name, n) not in self._reported]
         if fresh:
-            self._reported.update(fresh)
+            self._reported.update((profile.name, n) for n in fresh)
             names = sorted(fresh)
-            _log.info("gateway.unnamed", tools=names)
+            _log.info("gateway.unnamed", profile=profile.name, tools=names)
             more = len(names) - MAX_UNNAMED_SHOWN
             self.output.note(
                 f"{len(names)} tool{' is' if len(names) == 1 else 's are'} blocked, as no "
-                "[policy] pattern names them: "
+                f"{profile.what} pattern names them: "
                 + ", ".join(names[:MAX_UNNAMED_SHOWN])
                 + (
                     f", and {more} more (the log's gateway.unnamed line lists them all)"
@@ -477,11 +568,11 @@ class Gateway:
                     else ""
                 )
             )
-        unmatched = [p for p in self.policy.unmatched() if p not in self._unmatched]
+        unmatched = [p for p in policy.unmatched() if (profile.name, p) not in self._unmatched]
         if unmatched:
-            self._unmatched.update(unmatched)
-            _log.warning("gateway.pattern_unmatched", patterns=unmatched)
-            self.output.note("[policy] patterns that match no tool: " + ", ".join(unmatched))
+            self._unmatched.update((profile.name, p) for p in unmatched)
+            _log.warning("gateway.pattern_unmatched", profile=profile.name, patterns=unmatched)
+            self.output.note(f"{profile.what} patterns that match no tool: " + ", ".join(unmatched))
         return toolkit, members
 
     def _clashed(self, clash: NameClash, *, refresh: bool) -> None:
@@ -515,8 +606,7 @@ class Gateway:
             + (f"; and {more} more" if more > 0 else "")
         )
 
-    def _present(self, toolkit: Toolkit) -> Toolkit:
-        presentation = self.config.serve.presentation
+    def _present(self, toolkit: Toolkit, presentation: Presentation) -> Toolkit:
         if presentation == "search":
             return tool_search(toolkit)
         if presentation == "code":
@@ -525,11 +615,14 @@ class Gateway:
         return toolkit
 
     @staticmethod
-    def _signature(toolkit: Toolkit) -> tuple[tuple[str, str, str], ...]:
-        return tuple(
-            (t.name, t.description, json.dumps(t.input_schema, sort_keys=True))
-            for t in toolkit.tools.values()
-        )
+    def _signatures(front: ToolkitServer) -> dict[str, Signature]:
+        return {
+            name: tuple(
+                (t.name, t.description, json.dumps(t.input_schema, sort_keys=True))
+                for t in toolkit.tools.values()
+            )
+            for name, toolkit in front.toolkits.items()
+        }
 
     async def _tell_clients(self) -> None:
         await self._bus.publish(ToolsListChanged())
@@ -578,9 +671,12 @@ class Gateway:
             token = _CALL.set(record)
             self._in_flight += 1
             started = time.perf_counter()
-            # A metric's label names a tool served, never a client's text.
-            served = params.name in front.toolkit
-            caller = None if ctx.request is None else caller_of(cast("Request", ctx.request).scope)
+            scope = {} if ctx.request is None else cast("Request", ctx.request).scope
+            caller = caller_of(scope)
+            # A profile's name is the operator's (a metric's label names no caller).
+            profile = str(scope.get(SELECTED_SCOPE_KEY, ""))
+            # A metric's label names a tool served to the caller, never a client's text.
+            served = params.name in front.toolkits.get(profile, ())
             outcome = "cancelled"
             try:
                 with calling_as(_caller(ctx)):
@@ -609,12 +705,14 @@ class Gateway:
                     params.name if served else None,
                     None if outcome == "ok" else outcome,
                     seconds,
+                    profile=profile,
                 )
                 # One line per call, without its input or its answer (they may be secrets);
                 # an unknown name is cut, as every text field of a log line is.
                 _log.info(
                     "gateway.call",
                     tool=params.name,
+                    profile=profile,
                     outcome=outcome,
                     ms=round(seconds * 1000, 2),
                     era="session"
@@ -670,7 +768,7 @@ class Gateway:
                 name: _health(self.failed[name]) if name in self.failed else "ok"
                 for name in self.refs
             }
-            body["tools"] = 0 if self.front is None else len(self.front.toolkit)
+            body["tools"] = self._tools
             return JSONResponse(body, status_code=200 if why is None else 503)
 
         async def metrics(request: Request) -> Response:

@@ -1,6 +1,7 @@
 """The gateway's Prometheus metrics, from ``prometheus_client``, in a registry of their own.
 
-``amends_gateway_calls_total{tool}`` (a tool served, or :data:`UNKNOWN_TOOL`),
+``amends_gateway_calls_total{tool,profile}`` (a tool served to the caller, or
+:data:`UNKNOWN_TOOL`; the caller's profile, by its name in the configuration),
 ``amends_gateway_call_failures_total{code}``,
 ``amends_gateway_call_seconds`` (a histogram), and per source actor, read when scraped,
 ``amends_actor_queued``, ``amends_actor_in_flight`` and ``amends_actor_restarts``.
@@ -58,7 +59,10 @@ class GatewayMetrics:
     def __init__(self, statistics: Callable[[], Mapping[str, ActorStatistics]]) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
         self.calls = Counter(
-            "amends_gateway_calls", "Tool calls served.", ["tool"], registry=self.registry
+            "amends_gateway_calls",
+            "Tool calls served.",
+            ["tool", "profile"],
+            registry=self.registry,
         )
         self.failures = Counter(
             "amends_gateway_call_failures",
@@ -71,10 +75,10 @@ class GatewayMetrics:
         )
         self.registry.register(_Actors(statistics))
 
-    def record(self, tool: str | None, code: str | None, seconds: float) -> None:
+    def record(self, tool: str | None, code: str | None, seconds: float, *, profile: str) -> None:
         """Count one call: its tool (``None`` for a name not served), its failure's code
-        (``None`` when it succeeded), its time."""
-        self.calls.labels(tool=UNKNOWN_TOOL if tool is None else tool).inc()
+        (``None`` when it succeeded), its time, and the profile that served it."""
+        self.calls.labels(tool=UNKNOWN_TOOL if tool is None else tool, profile=profile).inc()
         if code is not None:
             self.failures.labels(code=code).inc()
         self.latency.observe(seconds)
