@@ -131,19 +131,24 @@ class GatewayProcess:
         return found
 
     def stop(self, timeout: float = 30.0) -> int:
-        """SIGTERM, then the exit status."""
+        """SIGTERM, then the exit status; past ``timeout`` it is killed (and TimeoutExpired
+        raised). Its stderr is closed either way."""
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)
         try:
-            code = self.process.wait(timeout)
-        except subprocess.TimeoutExpired:
+            return self.process.wait(timeout)
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        """Kill it if it still runs, and close its stderr: a test that failed midway leaves
+        no process and no open pipe (which a later test's ``filterwarnings`` would meet)."""
+        if self.process.poll() is None:
             self.process.kill()
-            self.process.wait()
-            raise
+        self.process.wait()
         self._reader.join(5)
         assert self.process.stderr is not None
         self.process.stderr.close()
-        return code
 
 
 async def eventually(

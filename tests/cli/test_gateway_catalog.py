@@ -98,9 +98,7 @@ def gateways() -> Iterator[list[GatewayProcess]]:
     started: list[GatewayProcess] = []
     yield started
     for process in started:
-        if process.process.poll() is None:
-            process.process.kill()
-        process.stop()
+        process.close()
 
 
 async def listed(url: str) -> set[str]:

@@ -166,6 +166,9 @@ def wire_error(source: str, error: Exception, *, method: str) -> ToolSourceError
     ==========================================  =========================================
     no connection, a broken or ended stream,    UnavailableError
     an ended process
+    a kept-alive connection reset before any    sent again, once, by the wire (see
+    byte of the answer (the server's idle       ``protocols.mcp._http``); reset again:
+    close met the request unread)               UnavailableError
     an answer past the source's size limit      CallFailedError on tools/call (ask for
                                                 less), else InvalidResponseError
     a message that is not MCP, nested past the  InvalidResponseError

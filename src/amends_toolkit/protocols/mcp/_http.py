@@ -13,6 +13,24 @@ What a server sends is bounded before it is held: a JSON body, and each line and
 stream, up to ``max_answer_bytes`` inflated bytes (:class:`AnswerTooLarge` past it, the reading
 stopped there); every message nests at most ``max_depth`` levels. The client's own header and
 query values (its credentials) are replaced in every string of the answer it gives.
+
+A request is sent again, once, only when the server provably did not read it. That is known
+only through an ``httpx`` (or ``httpx2``) client's own connection pool, which tells each step of
+a request to its ``trace`` extension; the request is sent again when all of these hold:
+
+- it went out on a connection kept alive from an earlier request (no connection was opened
+  for it);
+- no byte of an answer had come back (the answer's head was not read);
+- the connection was reset (``ReadError``): a server's kernel resets a connection its
+  application closed with bytes unread (RFC 2525 §2.17), so the application closed it before it
+  read the whole request, and a JSON-RPC message is read whole before it is run. This is a
+  server closing an idle connection (its keep-alive timeout, a restart) as the request reached
+  it.
+
+Never sent again: a request on a new connection, a timeout, an answer that broke off, a
+connection the server closed without a reset (``RemoteProtocolError``: the server may have read
+the request, then closed), or any request through another client or transport (no trace). httpx
+itself retries only connecting (its transport's ``retries``), where nothing was sent.
 """
 
 from __future__ import annotations
@@ -136,6 +154,85 @@ def transport_errors() -> tuple[type[BaseException], ...]:
     return tuple(errors)
 
 
+def _resets() -> tuple[type[BaseException], ...]:
+    """What an httpx (or httpx2) client raises for a connection that was reset."""
+    errors: list[type[BaseException]] = [httpx.ReadError]
+    fork = sys.modules.get("httpx2")
+    if fork is not None:
+        errors.append(fork.ReadError)
+    return tuple(errors)
+
+
+def _traced(client: HttpClient) -> bool:
+    """Whether the client is an httpx (or httpx2) ``AsyncClient``, whose pool tells a request's
+    steps to its ``trace`` extension (another transport ignores it)."""
+    fork = sys.modules.get("httpx2")
+    return isinstance(client, httpx.AsyncClient) or (
+        fork is not None and isinstance(client, fork.AsyncClient)
+    )
+
+
+class _Steps:
+    """What the pool told of one request's steps (httpcore's ``trace`` extension)."""
+
+    __slots__ = ("answered", "opened", "sent")
+
+    def __init__(self) -> None:
+        self.opened = self.sent = self.answered = False
+
+    async def __call__(self, name: str, info: object) -> None:
+        if name.startswith("connection.connect_"):
+            self.opened = True
+        elif name.endswith(".send_request_headers.started"):
+            self.sent = True
+        elif name.endswith(".receive_response_headers.complete"):
+            self.answered = True
+
+    @property
+    def unread(self) -> bool:
+        """Sent on a connection kept alive, and nothing of an answer came back: with a reset,
+        a request the server did not read (see the module's docstring)."""
+        return self.sent and not self.opened and not self.answered
+
+
+class _Resending:
+    """One request's response, sent once more when the server reset a kept-alive connection
+    before reading it (see the module's docstring); the response closed on leaving."""
+
+    __slots__ = ("_content", "_headers", "_method", "_opened", "_timeout", "_wire")
+
+    def __init__(
+        self,
+        wire: HttpWire,
+        method: str,
+        headers: Mapping[str, str],
+        content: bytes | None,
+        timeout: float | None,
+    ) -> None:
+        self._wire, self._method, self._headers = wire, method, headers
+        self._content, self._timeout = content, timeout
+
+    async def __aenter__(self) -> HttpResponse:
+        for attempt in range(2):
+            steps = _Steps()
+            opened = self._wire.open(
+                self._method, self._headers, self._content, timeout=self._timeout, steps=steps
+            )
+            try:
+                response = await opened.__aenter__()
+            except self._wire.resets:
+                if attempt or not steps.unread:
+                    raise
+                _log.info("mcp.request_resent", reason="a kept-alive connection was reset unread")
+                continue
+            self._opened = opened
+            return response
+        raise AssertionError("unreachable: the second attempt returns or raises")
+
+    async def __aexit__(self, *exc: object) -> bool | None:
+        return await self._opened.__aexit__(*exc)  # type: ignore[arg-type]
+
+
 @attrs.frozen(kw_only=True)
 class Answer:
     """What a POST came back with.
@@ -201,6 +298,16 @@ class HttpWire:
         default=attrs.Factory(lambda wire: _query(wire.client, wire.url), takes_self=True),
     )
     """The query the host wrote into ``url`` (a key, a tenant), if any (see :func:`_query`)."""
+    traced: bool = attrs.field(
+        init=False,
+        eq=False,
+        repr=False,
+        default=attrs.Factory(lambda wire: _traced(wire.client), takes_self=True),
+    )
+    """Whether the client tells a request's steps (see :class:`_Steps`)."""
+    resets: tuple[type[BaseException], ...] = attrs.field(
+        init=False, eq=False, repr=False, factory=_resets
+    )
 
     def _stream(
         self,
@@ -210,19 +317,30 @@ class HttpWire:
         *,
         timeout: float | None,
     ) -> AbstractAsyncContextManager[HttpResponse]:
-        """One request to the endpoint. httpx (and httpx2) replace a URL's query with the
-        client's own ``params`` when it has some: ``url``'s query is then given again, so that
-        both are sent (the URL's value wins where both name one)."""
+        """One request to the endpoint, sent once more when the server provably did not read
+        it (see the module's docstring)."""
+        if not self.traced:
+            return self.open(method, headers, content, timeout=timeout)
+        return _Resending(self, method, headers, content, timeout)
+
+    def open(
+        self,
+        method: str,
+        headers: Mapping[str, str],
+        content: bytes | None,
+        *,
+        timeout: float | None,
+        steps: _Steps | None = None,
+    ) -> AbstractAsyncContextManager[HttpResponse]:
+        """Send one request once. httpx (and httpx2) replace a URL's query with the client's
+        own ``params`` when it has some: ``url``'s query is then given again, so that both are
+        sent (the URL's value wins where both name one)."""
+        options: dict[str, object] = {"content": content, "headers": headers, "timeout": timeout}
+        if steps is not None:
+            options["extensions"] = {"trace": steps}
         if self.query and getattr(self.client, "params", None):
-            return self.opens(
-                method,
-                self.target,
-                content=content,
-                headers=headers,
-                timeout=timeout,
-                params=self.query,
-            )
-        return self.opens(method, self.target, content=content, headers=headers, timeout=timeout)
+            options["params"] = self.query
+        return self.opens(method, self.target, **options)
 
     async def post(
         self,
