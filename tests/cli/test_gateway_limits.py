@@ -117,11 +117,13 @@ async def test_a_caller_past_calls_per_minute_is_refused_and_another_is_served(
         assert "water the plants" in text(await bob.call_tool("tasks__list_tasks", {}))
         assert "water the plants" in text(await carol.call_tool("tasks__list_tasks", {}))
     lines = await logged(gateway, "gateway.call", before, PER_MINUTE + 3)
-    assert [(line["caller"], line["profile"], line["outcome"]) for line in lines] == [
-        *[("alice", "eng", "ok")] * PER_MINUTE,
-        ("alice", "eng", LIMITED),
-        ("bob", "eng", "ok"),
-        ("carol", "ops", "ok"),
+    assert [
+        (line["caller"], line["profile"], line["decision"], line["outcome"]) for line in lines
+    ] == [
+        *[("alice", "eng", "allowed", "ok")] * PER_MINUTE,
+        ("alice", "eng", LIMITED, LIMITED),
+        ("bob", "eng", "allowed", "ok"),
+        ("carol", "ops", "allowed", "ok"),
     ]
     assert await limited_failures(gateway) == 1
     assert not any(key in line for key in KEYS.values() for line in gateway.lines)

@@ -256,6 +256,11 @@ type = "none"
             os.close(slave)
     assert not approved.is_error
     assert refused.is_error
+    calls = [e for e in gateway.events("gateway.call") if e["tool"] == "tasks__delete_task"]
+    assert [(e["decision"], e["outcome"]) for e in calls] == [
+        ("approved by terminal", "ok"),
+        ("denied", "ApprovalDenied"),
+    ]
     assert "did not approve" in " ".join(
         block.text for block in refused.content if isinstance(block, types.TextContent)
     )

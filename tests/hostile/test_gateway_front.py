@@ -153,6 +153,7 @@ async def test_huge_unknown_names_keep_one_series_bounded_lines_and_no_memory(
     assert not_found("cancelled") not in after
     logged = [e for e in gateway.events("gateway.call") if e["tool"].startswith("00")]
     assert {e["outcome"] for e in logged} == {"NotFoundError"}
+    assert {e["decision"] for e in logged} == {"blocked"}
     assert all(len(e["tool"]) <= MAX_LOG_FIELD for e in logged)
     assert max(len(line) for line in gateway.lines[lines_before:]) <= MAX_LOG_FIELD + 300
     # What it keeps is no share of what it was sent (each name once would be 40 MB and more).
@@ -180,6 +181,7 @@ async def test_a_blocked_name_is_counted_and_logged_as_not_found(
     ) not in after
     logged = [e for e in gateway.events("gateway.call") if e["tool"] == "notes__deleteAll"]
     assert {e["outcome"] for e in logged} == {"NotFoundError"}
+    assert {e["decision"] for e in logged} == {"blocked"}
 
 
 @pytest.mark.parametrize("mode", ["auto", "legacy"])

@@ -128,6 +128,8 @@ class _Call:
     """What the layers of one call learned of it, for its log line and its metrics."""
 
     code: str | None = None
+    approved_by: str | None = None
+    """Who approved the call, when it needed approval and was approved (``"terminal"``)."""
 
 
 _CALL: contextvars.ContextVar[_Call | None] = contextvars.ContextVar("gateway_call", default=None)
@@ -754,6 +756,7 @@ class Gateway:
                     "gateway.call",
                     tool=params.name,
                     profile=profile,
+                    decision=_decision(outcome, record),
                     outcome=outcome,
                     ms=round(seconds * 1000, 2),
                     era="session"
@@ -779,6 +782,10 @@ class Gateway:
             answer = await ask(approval_question(name, input))
         if not answer:
             _note_code("ApprovalDenied")
+        else:
+            record = _CALL.get()
+            if record is not None:
+                record.approved_by = "terminal"
         return answer
 
     # HTTP.
@@ -982,6 +989,22 @@ def _listen(host: str, port: int) -> socket.socket:
     sock.listen(4096)
     sock.set_inheritable(True)
     return sock
+
+
+def _decision(outcome: str, record: _Call) -> str:
+    """What the audit line says was decided of a call: ``allowed``, ``approved by <whom>``,
+    ``denied`` (a person, or no one, did not approve it), ``blocked`` (no tool of that name is
+    served to the caller: blocked by its policy, outside its profile, or unknown), or
+    ``refused_limits`` (its profile's limits); how it then went is its outcome."""
+    if outcome == LIMITED:
+        return LIMITED
+    if outcome == "NotFoundError" and record.code is None:
+        return "blocked"
+    if record.code == "ApprovalDenied":
+        return "denied"
+    if record.approved_by is not None:
+        return f"approved by {record.approved_by}"
+    return "allowed"
 
 
 def _note_code(code: str) -> None:
