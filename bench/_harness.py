@@ -118,6 +118,22 @@ class Figure:
             for mine, theirs in zip(self.rounds, other.rounds, strict=True)
         )
 
+    def server_cpu_against(self, other: Figure) -> float | None:
+        """The median over the rounds of the server's CPU time per call in this subject's turns
+        over ``other``'s in the same round, or ``None`` where it was not measured."""
+        if not self.rounds or not other.rounds:
+            return None
+        ratios = []
+        for mine, theirs in zip(self.rounds, other.rounds, strict=True):
+            if not mine.server_cpu_share or not theirs.server_cpu_share:
+                return None
+            ratios.append(
+                mine.server_cpu_share
+                / mine.calls_per_second
+                / (theirs.server_cpu_share / theirs.calls_per_second)
+            )
+        return statistics.median(ratios)
+
 
 @attrs.frozen(kw_only=True)
 class Measure:

@@ -120,6 +120,38 @@ def test_a_throughput_against_another_subject_pairs_their_rounds() -> None:
     assert ours.throughput_against(theirs) == 2.0
 
 
+def test_the_servers_cpu_per_call_against_another_subject_pairs_their_rounds() -> None:
+    def figure(*rounds: tuple[float, float | None]) -> Figure:
+        return Figure(
+            group="g",
+            subject="s",
+            baseline="s",
+            calls_per_second=1.0,
+            p50_ms=1.0,
+            p99_ms=1.0,
+            cpu_us_per_call=1.0,
+            throughput_ratio=1.0,
+            cpu_ratio=1.0,
+            rounds=tuple(
+                Sample(
+                    calls_per_second=rate,
+                    p50_ms=1.0,
+                    p99_ms=1.0,
+                    cpu_us_per_call=1.0,
+                    server_cpu_share=share,
+                )
+                for rate, share in rounds
+            ),
+        )
+
+    # CPU per call is the share over the rate: 1 ms, 1 ms, 4 ms against 2 ms, 0.5 ms, 1 ms a
+    # call; round by round 0.5x, 2x and 4x: the median is 2x
+    ours = figure((500, 0.5), (1_000, 1.0), (250, 1.0))
+    theirs = figure((250, 0.5), (1_000, 0.5), (1_000, 1.0))
+    assert ours.server_cpu_against(theirs) == pytest.approx(2.0)
+    assert ours.server_cpu_against(figure((1, None), (1, 1.0), (1, 1.0))) is None
+
+
 @pytest.mark.parametrize(
     ("kind", "kept"), [(httpx.Limits, HTTPX_KEEP_ALIVE), (httpx2.Limits, KEEP_ALIVE)]
 )
@@ -272,3 +304,46 @@ def test_every_bench_server_names_uvicorns_parser_and_loop() -> None:
         text = (HERE / server).read_text()
         assert 'http="h11",' in text
         assert 'loop="asyncio",' in text
+
+
+@pytest.mark.parametrize(("calls", "concurrency"), [(30, 1), (7, 1), (192, 64), (307, 512), (1_536, 512)])  # fmt: skip
+async def test_the_oauth_bench_mints_one_token_for_each_call_of_its_first_seen_subject(
+    calls: int, concurrency: int
+) -> None:
+    # Each call of the first-seen subject takes a token of its own: too few and the bench stops,
+    # too many and the count is not what the harness makes.
+    from bench.gateway import calls_made, first_seen
+
+    tokens = [str(number) for number in range(calls_made(calls, concurrency, rounds=3))]
+    token = first_seen(tokens)
+    used: list[str] = []
+
+    async def call() -> None:
+        used.append(token())
+
+    await compare("g", [("a", call, "")], calls=calls, concurrency=concurrency, rounds=3)
+    assert used == tokens
+    with pytest.raises(SystemExit, match="too few tokens"):
+        token()
+
+
+def test_the_oauth_benchs_tokens_are_distinct_and_verify_with_the_key_its_issuer_serves() -> None:
+    # A first-seen token the gateway had seen already would be a remembered one.
+    import json
+
+    import jwt
+    from bench.gateway import SCOPE, Issuer
+
+    issuer = Issuer()
+    tokens = issuer.tokens(3, issuer="http://127.0.0.1:1", audience="http://127.0.0.1:2/mcp")
+    assert len(set(tokens)) == 3
+    key = jwt.PyJWK(json.loads(issuer.jwk()))
+    for token in tokens:
+        claims = jwt.decode(
+            token,
+            key,
+            algorithms=["RS256"],
+            audience="http://127.0.0.1:2/mcp",
+            issuer="http://127.0.0.1:1",
+        )
+        assert claims["scope"] == SCOPE
