@@ -478,7 +478,7 @@ class _Reader:
                     "max_in_flight",
                     "limits",
                 )
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            if not _counted(value):
                 raise fail(f"{key} must be a whole number above 0, as in {example}", "limits")
         return LimitsConfig(**raw)
 
@@ -725,7 +725,7 @@ class _Reader:
         for key in ("max_in_flight_per_caller", "max_sessions", "max_connections"):
             if key in raw:
                 value = raw[key]
-                if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                if not _counted(value):
                     raise fail(f"{key} must be a whole number above 0", key)
                 options[key] = value
         replica, replicas = raw.get("replica"), raw.get("replicas")
@@ -852,6 +852,11 @@ def _is_storage(value: object) -> bool:
         return False
     parts = urlsplit(value)
     return parts.scheme in ("redis", "rediss", "redis+unix") and parts.password is None
+
+
+def _counted(value: object) -> bool:
+    """A whole number above 0 (``true`` is no number here)."""
+    return not isinstance(value, bool) and isinstance(value, int) and value >= 1
 
 
 def _positive(value: object) -> bool:
