@@ -20,7 +20,6 @@ signature check a minute.
 from __future__ import annotations
 
 import hashlib
-import ipaddress
 import json
 import time
 from collections import OrderedDict
@@ -38,6 +37,7 @@ from starlette.routing import Route
 
 from amends_toolkit._log import get_logger
 from amends_toolkit.adapters import Caller, Refused
+from amends_toolkit.cli._config import is_loopback
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -418,13 +418,6 @@ def _check_secure(url: str, what: str) -> None:
     parts = urlsplit(url)
     if parts.scheme == "https" and parts.hostname:
         return
-    if parts.scheme == "http" and parts.hostname:
-        host = parts.hostname
-        if host == "localhost":
-            return
-        try:
-            if ipaddress.ip_address(host).is_loopback:
-                return
-        except ValueError:
-            pass
+    if parts.scheme == "http" and parts.hostname and is_loopback(parts.hostname):
+        return
     raise ValueError(f"the {what} must be an https:// URL (http:// only on a loopback address)")
