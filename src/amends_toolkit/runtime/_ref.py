@@ -35,7 +35,7 @@ _log = get_logger(__name__)
 TIMED_OUT = "the source did not answer in time"
 """What a call past its deadline is answered (``UnavailableError``'s words)."""
 
-ActorState = Literal["starting", "running", "restarting", "stopped", "failed"]
+ActorState = Literal["starting", "running", "restarting", "passivated", "stopped", "failed"]
 
 _CALLER: contextvars.ContextVar[str | None] = contextvars.ContextVar(
     "amends_toolkit_caller", default=None
@@ -71,15 +71,19 @@ class ActorStatistics:
         queued: Requests waiting in its mailbox.
         in_flight: Requests running.
         restarts: Incarnations started after a crash.
-        state: ``starting`` (its first incarnation is entering its source's lifespan),
-            ``running``, ``restarting`` (after a crash), ``stopped`` (stopped, or ended by itself)
-            or ``failed`` (its supervisor gave up on it).
+        state: ``starting`` (an incarnation is entering its source's lifespan), ``running``,
+            ``restarting`` (after a crash), ``passivated`` (spawned with ``idle_timeout``, it
+            runs no incarnation now: its next call or discover starts one), ``stopped``
+            (stopped, or ended by itself) or ``failed`` (its supervisor gave up on it).
+        passivations: Incarnations ended for being idle ``idle_timeout`` seconds (no crash:
+            they count for no restart).
     """
 
     queued: int
     in_flight: int
     restarts: int
     state: ActorState
+    passivations: int = 0
 
 
 class ActorRef:

@@ -46,6 +46,12 @@ the child is stopped   (``runtime.stop(ref)``, or the runtime stops) every queue
                        call (inline too) gets ``UnavailableError``; the runtime forgets the child
 it ignores a stop      after ``grace`` it is abandoned: its callers are answered, the runtime
                        forgets it and logs ``actor.abandoned`` naming it
+nothing in flight for  (``idle_timeout``) the incarnation ends as at a stop, its source's
+``idle_timeout``       lifespan left (an MCP session ended, a process stopped), and the actor is
+                       ``passivated``: no crash, no restart counted; its next call or discover
+                       waits in the mailbox while one new incarnation starts, from fresh state
+                       (a factory builds the source again), however many calls come at once;
+                       an actor spawned with ``idle_timeout`` starts passivated
 the mailbox is full    (``mailbox_size`` requests wait, those waiting for a slot included) the
                        caller waits to send (backpressure), within its own cancel scope and
                        its deadline, in turn: no later caller, inline or not, overtakes it
@@ -135,9 +141,10 @@ class _Child:
 
     actor: Actor
     ref: ActorRef
-    first: ToolSource
+    first: ToolSource | None
     factory: SourceFactory | None
     restart: Restart
+    idle_timeout: float | None = None
     done: anyio.Event = attrs.field(factory=anyio.Event)
 
 
@@ -210,6 +217,7 @@ class Runtime:
         restart: Restart = _RESTART,
         inline: bool | None = None,
         max_per_caller: int | None = None,
+        idle_timeout: float | None = None,
     ) -> ActorRef:
         """Start a child for ``source`` and return its ref, itself a ToolSource.
 
@@ -239,6 +247,15 @@ class Runtime:
                 outside the mailbox, while other callers' calls take the free slots, so one
                 caller cannot take every slot. ``None``: no share; calls made with no caller
                 named have none either.
+            idle_timeout: Seconds with nothing in flight (no call or discover running or
+                waiting) after which the actor ends its incarnation normally, its source's
+                lifespan left (an MCP session ends with DELETE, a stdio process stops), so an
+                idle actor holds no tasks, session or process. Its next call or discover starts
+                a new incarnation from fresh state (a factory builds its source again) and waits
+                for it, however many come at once: one starts. The ref and its statistics stay
+                valid; a passivation is no crash and counts for no restart. An actor spawned
+                with it starts passivated: its first call starts it. ``None``: it runs until
+                stopped.
 
         Raises:
             ValueError: a bad option (a programmer's mistake, raised at once).
@@ -263,6 +280,8 @@ class Runtime:
             raise TypeError("max_per_caller must be an int, or None for no share per caller")
         if max_per_caller is not None and max_per_caller < 1:
             raise ValueError("spawn needs max_per_caller >= 1, or None for no share per caller")
+        if idle_timeout is not None and not (idle_timeout > 0 and math.isfinite(idle_timeout)):
+            raise ValueError("idle_timeout must be positive, or None to keep the actor running")
         if inline is not None and not isinstance(inline, bool):
             raise TypeError(
                 f"inline must be True, False or None (the source decides), not {inline!r}"
@@ -286,6 +305,7 @@ class Runtime:
             waiters=make,
             max_concurrency=max_concurrency,
             grace=self._grace,
+            idle_timeout=idle_timeout,
         )
         ref = ActorRef(
             name=source.name,
@@ -297,7 +317,14 @@ class Runtime:
             inline=actor.inline if inline else None,
             shares=None if max_per_caller is None else Shares(max_per_caller, make),
         )
-        child = _Child(actor=actor, ref=ref, first=source, factory=factory, restart=restart)
+        child = _Child(
+            actor=actor,
+            ref=ref,
+            first=source,
+            factory=factory,
+            restart=restart,
+            idle_timeout=idle_timeout,
+        )
         self._children[ref] = child
         _start_detached(lambda: self._run(child))
         return ref
@@ -321,15 +348,21 @@ class Runtime:
     async def _supervise(self, child: _Child) -> None:
         actor = child.actor
         crashes: deque[float] = deque()
-        source: ToolSource | None = child.first
+        source, child.first = child.first, None
         gave_up: BaseException | None = None
+        # Spawned with an idle timeout, it starts as it is after a passivation.
+        passivated, crashed = child.idle_timeout is not None, False
         while True:
-            actor.state = "starting" if actor.restarts == 0 else "restarting"
+            if passivated:
+                if not await actor.wait_for_request():
+                    break
+                passivated = False
+            actor.state = "restarting" if crashed else "starting"
             try:
                 if source is None:
                     assert child.factory is not None  # a source is built again only by one
                     source = _built(child.factory, name=actor.name)
-                await actor.serve(source)
+                passivated = await actor.serve(source)
             except Exception as error:  # noqa: BLE001 - an end of the child, read below
                 if actor.stopping:
                     break
@@ -351,6 +384,13 @@ class Runtime:
                     break
                 actor.restarts += 1
                 _log.warning("actor.restarted", source=actor.name, restarts=actor.restarts)
+                if child.factory is not None:
+                    source = None
+                crashed = True
+                continue
+            if passivated:
+                # Idle: no crash, and the next incarnation starts from fresh state.
+                crashed = False
                 if child.factory is not None:
                     source = None
                 continue
