@@ -158,9 +158,12 @@ async def test_a_hundred_concurrent_first_calls_start_a_passivated_actor_once(
 
 
 @pytest.mark.virtual_clock
-async def test_a_call_made_while_the_lifespan_is_left_waits_for_the_next_incarnation() -> None:
+@pytest.mark.parametrize("kind", [Held, HeldInline])
+async def test_a_call_made_while_the_lifespan_is_left_waits_for_the_next_incarnation(
+    kind: type[Held],
+) -> None:
     leave = anyio.Event()
-    source = Held(leave)
+    source = kind(leave)
     async with Runtime() as runtime:
         ref = await runtime.spawn(source, idle_timeout=IDLE)
         assert await ref.call("learn", {"text": "a"}) == ["a"]

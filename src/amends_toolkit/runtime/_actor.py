@@ -309,8 +309,8 @@ class Actor:
                 # Busy: its last call's end notes a later quiet; look again a timeout later.
                 await anyio.sleep(idle)
             elif anyio.current_time() >= life.quiet + idle:
-                # Decided with no await since looking, so no call started in between.
-                life.open = False
+                # Decided with no await since looking, so no call started in between; the
+                # incarnation's end (its workers cancelled now) lets no inline call start.
                 self.passivations += 1
                 _log.info("actor.passivated", source=self.name, idle_timeout=idle)
                 return True
