@@ -23,9 +23,9 @@ inline calls are over (cancelled, then waited for, shielded, at most ``grace``),
 incarnation never sees a call of the one before.
 
 An actor spawned with an ``idle_timeout`` ends an incarnation that has had nothing in flight (no
-call running, inline or in a worker, nothing in its mailbox nor waiting to be put in it) for that
-long: it takes no more inline calls, its idle workers are cancelled and its source's lifespan is
-left as at a stop, and :meth:`Actor.serve` returns ``True`` (passivated). When it last had
+call or discover running, inline or in a worker) for that
+long: its idle workers are cancelled (a request put at that moment waits in the mailbox for the
+next incarnation) and its source's lifespan is left as at a stop, and :meth:`Actor.serve` returns ``True`` (passivated). When it last had
 nothing in flight is noted as its last call ends (:attr:`_Life.quiet`); one task per incarnation
 sleeps until that time plus the timeout, and looks again a timeout later while calls run.
 A passivated actor holds no incarnation: :meth:`Actor.wait_for_request` waits (without taking it)
@@ -305,7 +305,7 @@ class Actor:
         life.quiet = anyio.current_time()
         while life.open and not self._stopping:
             await anyio.sleep_until(life.quiet + idle)
-            if life.running or not self.mailbox.empty:
+            if life.running:
                 # Busy: its last call's end notes a later quiet; look again a timeout later.
                 await anyio.sleep(idle)
             elif anyio.current_time() >= life.quiet + idle:

@@ -68,11 +68,6 @@ class Mailbox:
         )
 
     @property
-    def empty(self) -> bool:
-        """Whether nothing waits in the mailbox nor to be put in it."""
-        return not self._queue and not self._putters and not self._called
-
-    @property
     def closed(self) -> bool:
         """Whether the mailbox takes no more requests."""
         return self._closed
