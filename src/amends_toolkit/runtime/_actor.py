@@ -23,12 +23,12 @@ inline calls are over (cancelled, then waited for, shielded, at most ``grace``),
 incarnation never sees a call of the one before.
 
 An actor spawned with an ``idle_timeout`` ends an incarnation that has had nothing in flight (no
-call or discover running, inline or in a worker) for that
-long: its idle workers are cancelled (a request put at that moment waits in the mailbox for the
-next incarnation) and its source's lifespan is left as at a stop, and :meth:`Actor.serve` returns ``True`` (passivated). When it last had
-nothing in flight is noted as its last call ends (:attr:`_Life.quiet`); one task per incarnation
-sleeps until that time plus the timeout, and looks again a timeout later while calls run.
-A passivated actor holds no incarnation: :meth:`Actor.wait_for_request` waits (without taking it)
+call or discover running, inline or in a worker) for that long: its idle workers are cancelled (a
+request put at that moment waits in the mailbox for the next incarnation), its source's lifespan
+is left as at a stop, and :meth:`Actor.serve` returns ``True`` (passivated). When it last had
+nothing in flight is noted as its last call ends (``_Life.quiet``); one task per incarnation
+sleeps until that time plus the timeout, and looks again a timeout later while calls run. A
+passivated actor holds no incarnation: :meth:`Actor.wait_for_request` waits (without taking it)
 for the next request, which then waits in the mailbox for the next incarnation's workers.
 
 The loop knows nothing of restarts: its supervisor (``_supervisor.py``) decides what follows an
