@@ -51,7 +51,8 @@ class Upstream:
         self.expect = 0
 
     def release(self) -> None:
-        assert self.loop is not None and self.gate is not None
+        assert self.loop is not None
+        assert self.gate is not None
         self.loop.call_soon_threadsafe(self.gate.set)
 
     def app(self) -> Starlette:
@@ -81,17 +82,10 @@ class Upstream:
                 self.slow -= 1
             return JSONResponse({"slow": True})
 
-        async def opened(request: Request) -> JSONResponse:
-            # The gate is made in the app's own loop, before a test waits at it.
-            if self.gate is None:
-                self.loop, self.gate = asyncio.get_running_loop(), asyncio.Event()
-            return JSONResponse({})
-
         return Starlette(
             routes=[
                 Route("/whoami", whoami),
                 Route("/slow", slow),
-                Route("/open", opened),
             ]
         )
 
@@ -139,13 +133,16 @@ OPERATIONS = [operation("whoami", "/whoami"), operation("slow", "/slow")]
 
 
 def connections(
-    kind: Kind, **options: int
+    kind: Kind, *, max_connections: int = at.http.MAX_CONNECTIONS, max_per_tenant: int = 64
 ) -> at.http.Connections[httpx.AsyncClient] | at.http.Connections[httpx2.AsyncClient]:
     if kind == "httpx":
-        return at.http.Connections(**options)
-    pool = options.pop("max_connections", at.http.MAX_CONNECTIONS)
-    limits = httpx2.Limits(max_connections=pool, max_keepalive_connections=pool)
-    return at.http.Connections(httpx2.AsyncHTTPTransport(limits=limits), **options)
+        return at.http.Connections(max_connections=max_connections, max_per_tenant=max_per_tenant)
+    limits = httpx2.Limits(
+        max_connections=max_connections, max_keepalive_connections=max_connections
+    )
+    return at.http.Connections(
+        httpx2.AsyncHTTPTransport(limits=limits), max_per_tenant=max_per_tenant
+    )
 
 
 class KeyAuth(httpx.Auth):
@@ -189,9 +186,7 @@ async def test_a_tenants_credentials_reach_only_its_requests_and_are_redacted_fr
         )
         # One after the other: the second tenant's request takes the connection the first's
         # left idle in the shared pool.
-        answers = [
-            await ref.call("whoami", {"tenant": ref.name}) for ref in (a, b, a, b, a, b)
-        ]
+        answers = [await ref.call("whoami", {"tenant": ref.name}) for ref in (a, b, a, b, a, b)]
 
         async def call(ref: at.ActorRef) -> None:
             answers.append(await ref.call("whoami", {"tenant": ref.name}))
@@ -224,7 +219,7 @@ async def test_one_tenants_64_slow_calls_do_not_delay_another_tenants_call_on_th
     async with connections(kind, max_connections=16, max_per_tenant=share) as pool:
         flooding = pool.client(headers={"Authorization": TOKEN_A})
         # Its calls past its share wait for it (not for the pool) until the test lets them go.
-        flooding.timeout = type(flooding.timeout)(5.0, pool=60.0)  # type: ignore[call-arg]
+        flooding.timeout = type(flooding.timeout)(5.0, pool=60.0)
         async with at.Runtime() as runtime:
             a = await runtime.spawn(
                 at.http.make(
@@ -240,7 +235,6 @@ async def test_one_tenants_64_slow_calls_do_not_delay_another_tenants_call_on_th
                     client=pool.client(auth=KeyAuth() if kind == "httpx" else KeyAuth2()),
                 )
             )
-            await b.call("whoami", {"tenant": "b"})  # the app's gate is made
             slow: list[at.JsonValue] = []
 
             async def flood() -> None:
