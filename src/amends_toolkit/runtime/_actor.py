@@ -152,6 +152,11 @@ class Actor:
         """
         self._stopping = True
         life = self._life
+        if self.state == "passivated":
+            # Its supervisor waits for a request: the mailbox closed, it waits no more.
+            for request in self.mailbox.close(_STOPPED):
+                request.fail(UnavailableError(source=self.name, message=_STOPPED))
+            return
         if self.state != "running" or self._scope is None or life is None:
             if self._scope is not None:
                 self._scope.cancel()
@@ -233,13 +238,11 @@ class Actor:
         """Passivated: wait until a request waits in the mailbox, without taking it (the next
         incarnation's workers take it). ``False`` when the actor is stopped meanwhile."""
         self.state = "passivated"
-        with anyio.CancelScope() as scope:
-            self._scope = scope
-            if self._stopping:
-                scope.cancel()
+        # No cancel scope of its own (one costs a kilobyte an idle actor would hold): a stop
+        # closes the mailbox, which ends the wait.
+        if not self._stopping:
             with suppress(anyio.EndOfStream):
                 await self.mailbox.wait()
-        self._scope = None
         return not (self._stopping or self.mailbox.closed)
 
     async def serve(self, source: ToolSource) -> bool:
