@@ -153,10 +153,11 @@ async def calls(size: int, mode: str, http: int, mcp: int) -> dict[str, float]:
 
         async def both(pair: tuple[at.ActorRef, at.ActorRef], times: list[float]) -> None:
             api, tasks = pair
-            for ref, tool, input in (
+            asked: list[tuple[at.ActorRef, str, at.JsonObject]] = [
                 (api, "get_item", {"item_id": "1"}),
                 (tasks, "echo", {"text": "hi"}),
-            ):
+            ]
+            for ref, tool, input in asked:
                 began = clock()
                 await ref.call(tool, input)
                 times.append(clock() - began)
@@ -210,6 +211,8 @@ def medians(runs: Sequence[dict[str, float]]) -> dict[str, float]:
     return {key: statistics.median(run[key] for run in runs) for key in runs[0]}
 
 
+IDLE_BYTES = "bytes an idle tenant's two actors add (passivated)"
+REGISTER = "time to register a tenant (spawn its two actors)"
 TRACED_UP_TO = 10_000
 """The largest size whose memory is traced (``tracemalloc``) too."""
 
@@ -239,7 +242,7 @@ def run(*, sizes: Sequence[int] = SIZES, rounds: int = ROUNDS) -> list[Measure]:
                 measures += [
                     Measure(
                         group=group,
-                        subject="bytes an idle tenant's two actors add (passivated), traced",
+                        subject=f"{IDLE_BYTES}, traced",
                         value=held["passivated"]["actor_bytes_per_tenant"],
                         unit="bytes",
                         baseline="the same actors kept running",
@@ -270,7 +273,7 @@ def run(*, sizes: Sequence[int] = SIZES, rounds: int = ROUNDS) -> list[Measure]:
                 ),
                 Measure(
                     group=group,
-                    subject="time to register a tenant (spawn its two actors)",
+                    subject=REGISTER,
                     value=ours["register_ms_per_tenant"],
                     unit="ms",
                     baseline="kept running",
