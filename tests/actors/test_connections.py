@@ -257,6 +257,29 @@ async def test_one_tenants_64_slow_calls_do_not_delay_another_tenants_call_on_th
     assert api.most_slow == share
 
 
+@pytest.mark.parametrize("kind", ["httpx", "httpx2"])
+async def test_a_request_past_its_tenants_share_waits_no_longer_than_the_pool_timeout(
+    kind: Kind, upstream: tuple[Upstream, str]
+) -> None:
+    api, base = upstream
+    api.expect = 1
+    async with connections(kind, max_connections=4, max_per_tenant=1) as pool:
+        client = pool.client(headers={"Authorization": TOKEN_A})
+        client.timeout = type(client.timeout)(30.0, pool=0.05)
+        async with at.Runtime() as runtime:
+            a = await runtime.spawn(
+                at.http.make(name="a", base_url=base, operations=OPERATIONS, client=client)
+            )
+            async with anyio.create_task_group() as tasks:
+                tasks.start_soon(a.call, "slow", {"tenant": "a"})
+                await anyio.to_thread.run_sync(api.arrived.wait)
+                # Its share is held by the slow call, which the app holds until released.
+                with pytest.raises(at.UnavailableError, match="PoolTimeout"):
+                    await a.call("whoami", {"tenant": "a"})
+                api.release()
+    assert [seen.tenant for seen in api.seen] == []
+
+
 async def test_closing_a_tenants_client_leaves_the_pool_open(
     upstream: tuple[Upstream, str],
 ) -> None:
