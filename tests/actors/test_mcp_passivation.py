@@ -62,9 +62,21 @@ async def test_a_passivated_mcp_source_ends_its_session_and_its_next_call_begins
         first = before[-1][3]
         assert first
         assert {id for verb, _, _, id in before if verb == "POST" and id} == {first}
-        assert await ref.call("echo", {"text": "two"}) == {"result": "two"}
+        answers: list[at.JsonValue] = []
+
+        async def call(text: str) -> None:
+            answers.append(await ref.call("echo", {"text": text}))
+
+        # A hundred first calls at once: one incarnation, one session for them all.
+        async with anyio.create_task_group() as tasks:
+            for index in range(100):
+                tasks.start_soon(call, str(index))
+        assert sorted(answers, key=str) == sorted(
+            ({"result": str(index)} for index in range(100)), key=str
+        )
         after = sessions(recorder)[len(before) :]
         assert after[0][:2] == ("POST", "initialize")
+        assert [method for _, method, _, _ in after].count("initialize") == 1
         second = {id for verb, _, _, id in after if verb == "POST" and id}
         assert len(second) == 1
         assert first not in second
