@@ -12,8 +12,11 @@ the name is unknown (or blocked)       ``NotFoundError``, with the names it may 
 the input is not an object, or does    ``InvalidInputError``, saying what to fix; the
 not match the tool's schema            handler (the source) never sees the input
 the tool needs approval, and nobody    ``ApprovalRequired``: the host runs it in a Session
-was asked                              (which asks a person), or says it approved the call
+was asked (or ``approve`` raised       (which asks a person), or says it approved the call
+``ApprovalRequired``: none could be)
 a person refused it (Session)          ``ApprovalDenied``
+nobody decided in time (``approve``    ``ApprovalTimedOut``
+raised ``ApprovalTimedOut``)
 the session's timeout passed           ``UnavailableError``
 the handler raised a ToolSourceError   that reason's Failure (``error.to_failure()``)
 the handler raised a Failure           that Failure
@@ -51,8 +54,10 @@ import attrs
 
 from amends_toolkit._definitions import Annotations, ToolDefinition
 from amends_toolkit._errors import (
+    ApprovalRequired,
     Failure,
     NameClash,
+    NoApproval,
     NotFoundError,
     ToolSourceError,
     UnavailableError,
@@ -97,7 +102,9 @@ NeedsApproval: TypeAlias = bool | Callable[[JsonObject], bool]
 """Whether a call needs a person's approval: always, never, or as a function of its input."""
 
 Approve: TypeAlias = Callable[[str, JsonObject], Awaitable[bool] | bool]
-"""The host's question to a person: may this tool run with this input? (``True`` or ``False``)"""
+"""The host's question to a person: may this tool run with this input? ``True`` or ``False``
+is what a person decided; when no person decided, it raises a :class:`~amends_toolkit.NoApproval`
+(``ApprovalRequired``: nobody could be asked; ``ApprovalTimedOut``: nobody decided in time)."""
 
 OnError: TypeAlias = Callable[[str, ToolSourceError], Awaitable[None] | None]
 """The host's view of the error behind a failure, with the model-facing name of the tool."""
@@ -139,7 +146,7 @@ DENIED = Failure(
 """What the model reads when the host's ``approve`` refuses a call."""
 
 NEEDS_APPROVAL = Failure(
-    code="ApprovalRequired",
+    code=ApprovalRequired.__name__,
     message=(
         "This tool needs a person's approval and nobody was asked, so it did not run: the host"
         " must run it in a Session, which asks."
@@ -544,7 +551,12 @@ async def run_tool(
         if approve is None:
             _log.info("call.needs_approval", tool=name)
             return ToolResult.failed(NEEDS_APPROVAL)
-        if not await _approves(approve, name, input):
+        try:
+            approved = await _approves(approve, name, input)
+        except NoApproval as undecided:
+            _log.info("call.undecided", tool=name, code=undecided.code)
+            return ToolResult.failed(undecided.to_failure())
+        if not approved:
             _log.info("call.denied", tool=name)
             return ToolResult.failed(DENIED)
     # One coroutine for the whole call: a call in flight holds every frame of its chain, and
