@@ -47,7 +47,7 @@ import math
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from types import MappingProxyType
-from typing import TypeAlias, cast
+from typing import Final, TypeAlias, cast
 
 import anyio
 import attrs
@@ -108,6 +108,9 @@ is what a person decided; when no person decided, it raises a :class:`~amends_to
 
 OnError: TypeAlias = Callable[[str, ToolSourceError], Awaitable[None] | None]
 """The host's view of the error behind a failure, with the model-facing name of the tool."""
+
+SEPARATOR: Final = "__"
+"""What joins a source's name and its tool's in a model-facing name: ``<source>__<tool>``."""
 
 Ask: TypeAlias = Callable[[str, JsonObject], Awaitable[bool]]
 """How a running call asks a person about another call it makes: ``True`` when approved."""
@@ -441,7 +444,7 @@ class Toolkit:
         if self._hints is None:
             hints: dict[str, list[str]] = {}
             for tool in self._entries:
-                keys = {tool.lower(), tool.partition("__")[2].lower()}
+                keys = {tool.lower(), tool.partition(SEPARATOR)[2].lower()}
                 for key in keys - {""}:
                     hints.setdefault(key, []).append(tool)
             self._hints = hints
