@@ -218,14 +218,9 @@ class HttpSource:
 
         Cancellation stops the request and propagates.
         """
-        return await self._call(tool, input, checked=False)
+        return await self._call(tool, input)
 
-    async def call_checked(self, tool: str, input: JsonObject) -> JsonValue:
-        """:meth:`call` for an input a toolkit checked already: walked again only when the
-        source's ``max_depth`` is below the toolkit's (see :class:`~amends_toolkit.ToolSource`)."""
-        return await self._call(tool, input, checked=True)
-
-    async def _call(self, tool: str, input: JsonObject, *, checked: bool) -> JsonValue:
+    async def _call(self, tool: str, input: JsonObject) -> JsonValue:
         operation = self._operations.get(tool)
         if operation is None:
             raise NotFoundError(source=self._name, message=f"no operation named {tool!r}")
@@ -236,7 +231,6 @@ class HttpSource:
                 base_url=self._base_url,
                 max_body_size=self._max_body_size,
                 max_depth=self._max_depth,
-                checked=checked,
             )
         except InputRefused as error:
             raise InvalidInputError(source=self._name, message=str(error)) from None

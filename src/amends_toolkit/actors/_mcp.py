@@ -238,12 +238,6 @@ class McpHttpSource:
         check_input(self._name, input, max_depth=self._max_depth)
         return await self._bounded("tools/call", self._call(self._running(), tool, input))
 
-    async def call_checked(self, tool: str, input: JsonObject) -> JsonValue:
-        """:meth:`call` for an input a toolkit checked already: walked again only when the
-        source's ``max_depth`` is below the toolkit's (see :class:`~amends_toolkit.ToolSource`)."""
-        check_input(self._name, input, max_depth=self._max_depth, checked=True)
-        return await self._bounded("tools/call", self._call(self._running(), tool, input))
-
     @asynccontextmanager
     async def lifespan(self) -> AsyncIterator[None]:
         """Held while the actor runs: the source's state lives as long as it is held.

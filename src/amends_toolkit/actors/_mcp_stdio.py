@@ -149,12 +149,6 @@ class McpStdioSource:
         check_input(self._name, input, max_depth=self._max_depth)
         return await self._bounded("tools/call", lambda: self._call(tool, input))
 
-    async def call_checked(self, tool: str, input: JsonObject) -> JsonValue:
-        """:meth:`call` for an input a toolkit checked already: walked again only when the
-        source's ``max_depth`` is below the toolkit's (see :class:`~amends_toolkit.ToolSource`)."""
-        check_input(self._name, input, max_depth=self._max_depth, checked=True)
-        return await self._bounded("tools/call", lambda: self._call(tool, input))
-
     @asynccontextmanager
     async def lifespan(self) -> AsyncIterator[None]:
         """Held while the actor runs: the server process lives as long as it is held.

@@ -65,7 +65,7 @@ from amends_toolkit._errors import (
 )
 from amends_toolkit._json import JsonInput, JsonObject, JsonValue
 from amends_toolkit._log import get_logger
-from amends_toolkit.runtime._source import ToolSource, call_checked
+from amends_toolkit.runtime._source import ToolSource
 from amends_toolkit.runtime._validation import InputValidator, validator_for
 
 __all__ = (
@@ -240,8 +240,7 @@ class ToolEntry:
             return self._handler(input)
         if self._source is None or self.route is None:
             raise TypeError(f"the entry of {self.tool.name!r} has no handler, nor a routed source")
-        # Checked by check() (run_tool's), so the source need not walk it again.
-        return call_checked(self._source, self.route[1], input)
+        return self._source.call(self.route[1], input)
 
     def check(self, input: JsonValue) -> str | None:
         """``None`` when the input may go to the handler, else what is wrong, for the model."""
