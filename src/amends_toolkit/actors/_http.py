@@ -45,7 +45,6 @@ from __future__ import annotations
 from collections import Counter
 from http import HTTPStatus
 from typing import TYPE_CHECKING, Protocol
-from urllib.parse import urlsplit
 
 import anyio
 
@@ -62,8 +61,8 @@ from amends_toolkit._errors import (
 )
 from amends_toolkit._json import MAX_DEPTH
 from amends_toolkit._log import get_logger
+from amends_toolkit._options import check_counts, check_name, check_seconds, check_url
 from amends_toolkit._peer import MAX_MODEL_TEXT, ClientSecrets, Secrets, cut
-from amends_toolkit.actors._limits import check_limits, check_seconds
 from amends_toolkit.protocols._body import (
     ACCEPT_ENCODING,
     AnswerTooLarge,
@@ -411,17 +410,14 @@ def make(
         TypeError: a client that is not an async httpx-style client (a sync ``httpx.Client``
             among them), the message naming the fix.
     """
-    if not isinstance(name, str) or not name:
-        raise ValueError("name must be a non-empty string")
-    parts = urlsplit(base_url) if isinstance(base_url, str) else None
-    if parts is None or parts.scheme not in ("http", "https") or not parts.netloc:
-        raise ValueError(f"base_url must be an absolute http(s) URL, not {base_url!r}")
+    check_name(name, "shop")
+    parts = check_url("base_url", base_url, "https://api.example.com/v1")
     if parts.query or parts.fragment:
         raise ValueError("base_url may not hold a query or a fragment")
     check_seconds(timeout=timeout)
     check_client(client)
     client_url(client, base_url, name="base_url")
-    check_limits(
+    check_counts(
         max_answer_length=max_answer_length, max_body_size=max_body_size, max_depth=max_depth
     )
     operations = tuple(operations)
