@@ -91,6 +91,7 @@ from amends_toolkit.protocols.http import (
     retry_after,
 )
 from amends_toolkit.protocols.http._response import binary_media_type
+from amends_toolkit.runtime._deadlines import timed_out
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -262,10 +263,7 @@ class HttpSource:
                 source=self._name, message=network_failure(wire.method, self._base_url, error)
             ) from None
         # Only the deadline ends the scope with neither an answer nor an error.
-        _log.info("call.timed_out", source=self._name, tool=tool, timeout=self._timeout)
-        raise UnavailableError(
-            source=self._name, message=f"no answer within {self._timeout} seconds"
-        )
+        raise timed_out(self._name, tool, "source's timeout", self._timeout)
 
     async def _send(
         self,
