@@ -1,0 +1,214 @@
+"""Whole agent turns of the OpenAI Agents SDK over a toolkit: ``Runner.run`` with the SDK's own
+``ScriptedModel`` (no network), the calls counted at the source."""
+
+from __future__ import annotations
+
+import json
+import pytest
+from agents import Agent, FunctionTool, RunConfig, Runner, RunResult
+from agents.testing import ModelCall, ModelStep, ScriptedModel, assistant_message, function_call
+
+import amends_toolkit as at
+from amends_toolkit import JsonObject, JsonValue
+from amends_toolkit.adapters import openai_agents
+from amends_toolkit.runtime import DENIED
+
+from .kit import ECHO_SCHEMA, Source, approve_all, toolkit
+
+pytestmark = pytest.mark.anyio
+
+# Tracing would post spans to the OpenAI API: a test reaches no network.
+OFFLINE = RunConfig(tracing_disabled=True)
+
+
+def outputs(call: ModelCall) -> dict[str, JsonValue]:
+    """The tool outputs the model was given, by call id, as the model reads them."""
+    found: dict[str, JsonValue] = {}
+    for item in call.input if isinstance(call.input, list) else []:
+        if isinstance(item, dict) and item.get("type") == "function_call_output":
+            found[item["call_id"]] = read(item["output"])
+    return found
+
+
+def read(output: JsonValue) -> JsonValue:
+    """A tool's output text as JSON where it is JSON (a string answer is sent as it is)."""
+    if not isinstance(output, str):
+        return output
+    try:
+        return json.loads(output)  # type: ignore[no-any-return]
+    except json.JSONDecodeError:
+        return output
+
+
+class Script:
+    """A model that makes each turn's calls in order, then says what it read, as JSON."""
+
+    def __init__(self, *turns: list[tuple[str, JsonObject | str]]) -> None:
+        self.turns = list(turns)
+        self.read: dict[str, JsonValue] = {}
+        self.model = ScriptedModel([ModelStep.respond(self.respond) for _ in range(len(turns) + 1)])
+        self.count = 0
+
+    def respond(self, call: ModelCall) -> ModelStep:
+        self.read.update(outputs(call))
+        if not self.turns:
+            return ModelStep(output=[assistant_message(json.dumps(self.read))])
+        turn = self.turns.pop(0)
+        made = []
+        for name, args in turn:
+            self.count += 1
+            made.append(function_call(name, args, call_id=f"call_{self.count}"))
+        return ModelStep(output=made)
+
+
+def agent(script: Script, caller: at.Toolkit | at.Session) -> Agent[None]:
+    return Agent(name="test", model=script.model, tools=openai_agents.tools(caller))
+
+
+async def run(agent: Agent[None], input: str = "go") -> RunResult:
+    return await Runner.run(agent, input, run_config=OFFLINE)
+
+
+def test_every_tool_is_a_function_tool_never_strict() -> None:
+    tools = openai_agents.tools(toolkit(Source()))
+    assert all(isinstance(tool, FunctionTool) for tool in tools)
+    assert [tool.name for tool in tools] == [
+        "s__echo",
+        "s__upper",
+        "s__fail",
+        "s__wait",
+        "s__delete",
+    ]
+    echo = tools[0]
+    assert echo.params_json_schema == ECHO_SCHEMA
+    assert echo.description == "Echo the text."
+    assert all(tool.strict_json_schema is False for tool in tools)
+    assert [tool.needs_approval is False for tool in tools] == [True, True, True, True, False]
+
+
+async def test_a_run_calls_a_tool_reads_a_failure_and_pauses_for_an_approval_it_is_given() -> (
+    None
+):
+    source = Source()
+    script = Script(
+        [("s__echo", {"text": "hi"}), ("s__fail", {})],
+        [("s__delete", {})],
+    )
+    one = agent(script, toolkit(source))
+    paused = await run(one)
+    [interruption] = paused.interruptions
+    assert interruption.name == "s__delete"
+    assert source.calls == [("echo", {"text": "hi"}), ("fail", {})]
+    assert script.read["call_1"] == {"echo": "hi"}
+    assert script.read["call_2"] == (
+        at.CallFailedError(source="s", message="the row is locked").to_failure().to_json()
+    )
+
+    state = paused.to_state()
+    state.approve(interruption)
+    done = await Runner.run(one, state, run_config=OFFLINE)
+    assert not done.interruptions
+    assert source.calls == [("echo", {"text": "hi"}), ("fail", {}), ("delete", {})]
+    assert json.loads(done.final_output)["call_3"] == "deleted"
+    script.model.assert_complete()
+
+
+async def test_a_rejected_call_never_runs_and_the_model_reads_the_sessions_refusal() -> None:
+    source = Source()
+    script = Script([("s__delete", {})])
+    one = agent(script, toolkit(source))
+    paused = await run(one)
+    [interruption] = paused.interruptions
+    state = paused.to_state()
+    state.reject(interruption, rejection_message=openai_agents.REJECTION_MESSAGE)
+    done = await Runner.run(one, state, run_config=OFFLINE)
+    assert source.calls == []
+    assert json.loads(done.final_output) == {"call_1": DENIED.to_json()}
+
+
+async def test_a_call_rejected_in_the_sdks_words_does_not_run_either() -> None:
+    source = Source()
+    script = Script([("s__delete", {})])
+    one = agent(script, toolkit(source))
+    paused = await run(one)
+    state = paused.to_state()
+    state.reject(paused.interruptions[0])
+    await Runner.run(one, state, run_config=OFFLINE)
+    assert source.calls == []
+
+
+async def test_over_a_session_the_session_asks_and_the_run_never_pauses() -> None:
+    asked: list[tuple[str, JsonObject]] = []
+
+    def refuse(name: str, input: JsonObject) -> bool:
+        asked.append((name, input))
+        return False
+
+    source = Source()
+    script = Script([("s__delete", {"id": 1}), ("s__echo", {"text": "a"})])
+    async with at.Session(toolkit(source), approve=refuse) as session:
+        result = await run(agent(script, session))
+    assert not result.interruptions
+    assert asked == [("s__delete", {"id": 1})]
+    assert source.calls == [("echo", {"text": "a"})]
+    assert json.loads(result.final_output)["call_1"] == DENIED.to_json()
+
+
+async def test_over_a_session_an_approved_call_runs_once() -> None:
+    source = Source()
+    script = Script([("s__delete", {})])
+    async with at.Session(toolkit(source), approve=approve_all) as session:
+        result = await run(agent(script, session))
+    assert source.calls == [("delete", {})]
+    assert json.loads(result.final_output) == {"call_1": "deleted"}
+
+
+async def test_arguments_that_are_no_json_object_are_a_failure_the_model_reads() -> None:
+    source = Source()
+    script = Script([("s__echo", "{not json"), ("s__echo", "[1]")])
+    result = await run(agent(script, toolkit(source)))
+    read = json.loads(result.final_output)
+    assert read["call_1"]["code"] == read["call_2"]["code"] == "InvalidInputError"
+    assert source.calls == []
+
+
+async def test_tool_search_asks_the_found_tools_approval_of_the_input() -> None:
+    source = Source()
+    searched = at.tool_search(toolkit(source))
+    script = Script(
+        [("tool_search", {"query": "echo"})],
+        [
+            ("tool_call", {"name": "s__echo", "input": {"text": "hi"}}),
+            ("tool_call", {"name": "s__delete", "input": {}}),
+        ],
+    )
+    one = agent(script, searched)
+    paused = await run(one)
+    [interruption] = paused.interruptions
+    assert json.loads(interruption.arguments or "") == {"name": "s__delete", "input": {}}
+    assert source.calls == [("echo", {"text": "hi"})]
+    found = script.read["call_1"]
+    assert isinstance(found, dict)
+    assert "s__echo" in [tool["name"] for tool in found["tools"]]  # type: ignore[index,union-attr]
+
+    state = paused.to_state()
+    state.approve(interruption)
+    done = await Runner.run(one, state, run_config=OFFLINE)
+    assert source.calls == [("echo", {"text": "hi"}), ("delete", {})]
+    assert json.loads(done.final_output)["call_3"] == "deleted"
+
+
+async def test_code_mode_runs_code_and_keeps_the_tool_needing_approval_beside_it() -> None:
+    source = Source()
+    coded = at.code_mode(toolkit(source), at.InProcessRuntime())
+    assert [tool.name for tool in openai_agents.tools(coded)] == ["execute", "s__delete"]
+    code = "return (await tools.s__echo({'text': 'a'}))['echo']"
+    script = Script([("execute", {"code": code})], [("s__delete", {})])
+    one = agent(script, coded)
+    paused = await run(one)
+    assert script.read["call_1"] == {"result": "a", "logs": []}
+    [interruption] = paused.interruptions
+    state = paused.to_state()
+    state.approve(interruption)
+    await Runner.run(one, state, run_config=OFFLINE)
+    assert source.calls == [("echo", {"text": "a"}), ("delete", {})]
