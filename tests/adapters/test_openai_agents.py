@@ -14,6 +14,8 @@ from amends_toolkit.adapters import openai_agents
 from amends_toolkit.runtime import DENIED
 
 from .kit import ECHO_SCHEMA, Source, approve_all, toolkit
+from .media import PNG, WAV, media_toolkit
+from .test_media import PDF, Reports
 
 pytestmark = pytest.mark.anyio
 
@@ -212,3 +214,24 @@ async def test_code_mode_runs_code_and_keeps_the_tool_needing_approval_beside_it
     state.approve(interruption)
     await Runner.run(one, state, run_config=OFFLINE)
     assert source.calls == [("echo", {"text": "a"}), ("delete", {})]
+
+
+async def test_media_reach_the_model_as_the_sdks_image_and_file_outputs() -> None:
+    script = Script([("test_image_content", {}), ("test_audio_content", {})], [("report", {})])
+    reports = Reports()
+    async with media_toolkit() as (kit, _):
+        both = at.presentations.merge(kit, at.source_toolkit(reports, await reports.discover()))
+        await run(agent(script, both))
+    image, audio, pdf = script.read["call_1"], script.read["call_2"], script.read["call_3"]
+    assert image == [{"type": "input_image", "image_url": f"data:image/png;base64,{PNG}"}]
+    assert audio == [
+        {"type": "input_text", "text": "[audio audio/wav, 46 bytes: the Responses API cannot carry it]"}
+    ]
+    assert isinstance(pdf, list)
+    assert pdf[-1] == {
+        "type": "input_file",
+        "file_data": f"data:application/pdf;base64,{PDF}",
+        "filename": "q3.pdf",
+    }
+    assert PDF not in json.dumps(pdf[:-1])
+    assert WAV not in json.dumps(audio)
