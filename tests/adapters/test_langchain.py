@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import pytest
+from langchain_core.language_models import LanguageModelInput
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolCall, ToolMessage
 from langchain_core.runnables import Runnable
@@ -37,7 +38,13 @@ class ToolCallingModel(GenericFakeChatModel):
 
     bound: list[dict[str, Any]] = []  # noqa: RUF012 - a pydantic field, copied per instance
 
-    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> Runnable[Any, BaseMessage]:
+    def bind_tools(
+        self,
+        tools: Sequence[dict[str, Any] | type | Callable[..., Any] | BaseTool],
+        *,
+        tool_choice: str | None = None,
+        **kwargs: Any,
+    ) -> Runnable[LanguageModelInput, AIMessage]:
         self.bound = [convert_to_openai_tool(tool) for tool in tools]
         return self
 
@@ -120,7 +127,7 @@ def agent_graph(model: ToolCallingModel, tools: list[BaseTool]) -> CompiledState
 
     graph = StateGraph(MessagesState)
     graph.add_node("think", think)
-    graph.add_node("tool", tool)
+    graph.add_node("tool", tool)  # type: ignore[arg-type]  # Send gives it a call, not the state
     graph.add_edge(START, "think")
     graph.add_conditional_edges("think", act, ["tool", END])
     graph.add_edge("tool", "think")
@@ -277,7 +284,10 @@ async def test_media_are_langchains_standard_image_and_file_blocks() -> None:
         ]
     assert image.content == [{"type": "image", "base64": PNG, "mime_type": "image/png"}]
     assert audio.content == [
-        {"type": "text", "text": "[audio audio/wav, 46 bytes: a LangChain tool message cannot carry it]"}
+        {
+            "type": "text",
+            "text": "[audio audio/wav, 46 bytes: a LangChain tool message cannot carry it]",
+        }
     ]
     assert pdf.content[-1] == {
         "type": "file",

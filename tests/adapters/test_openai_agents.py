@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+
 import pytest
 from agents import Agent, FunctionTool, RunConfig, Runner, RunResult
 from agents.testing import ModelCall, ModelStep, ScriptedModel, assistant_message, function_call
@@ -72,8 +73,10 @@ async def run(agent: Agent[None], input: str = "go") -> RunResult:
 
 
 def test_every_tool_is_a_function_tool_never_strict() -> None:
-    tools = openai_agents.tools(toolkit(Source()))
-    assert all(isinstance(tool, FunctionTool) for tool in tools)
+    tools = [
+        tool for tool in openai_agents.tools(toolkit(Source())) if isinstance(tool, FunctionTool)
+    ]
+    assert len(tools) == 5
     assert [tool.name for tool in tools] == [
         "s__echo",
         "s__upper",
@@ -88,9 +91,7 @@ def test_every_tool_is_a_function_tool_never_strict() -> None:
     assert [tool.needs_approval is False for tool in tools] == [True, True, True, True, False]
 
 
-async def test_a_run_calls_a_tool_reads_a_failure_and_pauses_for_an_approval_it_is_given() -> (
-    None
-):
+async def test_a_run_calls_a_tool_reads_a_failure_and_pauses_for_an_approval_it_is_given() -> None:
     source = Source()
     script = Script(
         [("s__echo", {"text": "hi"}), ("s__fail", {})],
@@ -191,7 +192,8 @@ async def test_tool_search_asks_the_found_tools_approval_of_the_input() -> None:
     assert source.calls == [("echo", {"text": "hi"})]
     found = script.read["call_1"]
     assert isinstance(found, dict)
-    assert "s__echo" in [tool["name"] for tool in found["tools"]]  # type: ignore[index,union-attr]
+    assert isinstance(found["tools"], list)
+    assert {"name": "s__echo"}.items() <= found["tools"][0].items()  # type: ignore[union-attr]
 
     state = paused.to_state()
     state.approve(interruption)
@@ -225,7 +227,10 @@ async def test_media_reach_the_model_as_the_sdks_image_and_file_outputs() -> Non
     image, audio, pdf = script.read["call_1"], script.read["call_2"], script.read["call_3"]
     assert image == [{"type": "input_image", "image_url": f"data:image/png;base64,{PNG}"}]
     assert audio == [
-        {"type": "input_text", "text": "[audio audio/wav, 46 bytes: the Responses API cannot carry it]"}
+        {
+            "type": "input_text",
+            "text": "[audio audio/wav, 46 bytes: the Responses API cannot carry it]",
+        }
     ]
     assert isinstance(pdf, list)
     assert pdf[-1] == {

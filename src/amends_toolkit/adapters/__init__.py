@@ -28,7 +28,10 @@ from amends_toolkit.adapters._openai import (
 if TYPE_CHECKING:
     from types import ModuleType
 
-    from amends_toolkit.adapters import langchain, openai_agents, pydantic_ai
+    # For type checkers: at runtime __getattr__ imports each when first read.
+    from amends_toolkit.adapters import langchain as langchain
+    from amends_toolkit.adapters import openai_agents as openai_agents
+    from amends_toolkit.adapters import pydantic_ai as pydantic_ai
 
 __all__ = (
     "Authenticator",

@@ -34,6 +34,7 @@ try:
     from agents import (
         FunctionTool,
         RunContextWrapper,
+        Tool,
         ToolOutputFileContent,
         ToolOutputImage,
         ToolOutputText,
@@ -62,8 +63,9 @@ pass it as ``RunState.reject(interruption, rejection_message=REJECTION_MESSAGE)`
 SDK's own words reach the model; either way the tool does not run."""
 
 
-def tools(caller: Toolkit | Session) -> list[FunctionTool]:
-    """The tools of a toolkit, or of a session, as the SDK's ``FunctionTool``s, in its order.
+def tools(caller: Toolkit | Session) -> list[Tool]:
+    """The tools of a toolkit, or of a session, as the SDK's ``FunctionTool``s, in its order
+    (typed as the SDK's ``Tool``, as ``Agent(tools=...)`` takes them).
 
     Each has the tool's name and description and its schema as the model APIs take it (an
     object root, property names they accept; see ``_schemas``), with ``strict_json_schema=False``:
@@ -89,7 +91,7 @@ def tools(caller: Toolkit | Session) -> list[FunctionTool]:
     ``input_image`` and ``input_file``; any other medium is a line of text saying what it was.
     """
     toolkit = caller.toolkit if isinstance(caller, Session) else caller
-    return [
+    made: list[Tool] = [
         FunctionTool(
             name=tool.name,
             description=tool.description,
@@ -104,6 +106,7 @@ def tools(caller: Toolkit | Session) -> list[FunctionTool]:
         )
         for tool in toolkit.tools.values()
     ]
+    return made
 
 
 async def _needs_approval(
@@ -112,7 +115,9 @@ async def _needs_approval(
     return needs_approval(toolkit, name, with_source_names(toolkit, name, params))
 
 
-async def _invoke(caller: Toolkit | Session, name: str, context: ToolContext[Any], text: str) -> Output:
+async def _invoke(
+    caller: Toolkit | Session, name: str, context: ToolContext[Any], text: str
+) -> Output:
     given = arguments(text)
     if isinstance(given, Failure):
         return content_of(given.to_json())
