@@ -8,6 +8,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import anyio
 import pytest
 from langchain_core.language_models import LanguageModelInput
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
@@ -25,7 +26,7 @@ from amends_toolkit import JsonObject
 from amends_toolkit.adapters import langchain
 from amends_toolkit.runtime import DENIED
 
-from .kit import ECHO_SCHEMA, Source, approve_all, toolkit
+from .kit import DEFINITIONS, ECHO_SCHEMA, Source, approve_all, toolkit
 from .media import PNG, WAV, media_toolkit
 from .test_media import PDF, Reports
 
@@ -297,3 +298,32 @@ async def test_media_are_langchains_standard_image_and_file_blocks() -> None:
     }
     assert PDF not in json.dumps(pdf.content[:-1])
     assert WAV not in json.dumps(audio.content)
+
+
+async def test_an_input_the_schema_refuses_fails_without_asking_anyone() -> None:
+    source = Source()
+    echo_asks = at.assemble(
+        [at.Member(source, DEFINITIONS)],
+        lambda _, d: "approve" if d.name == "echo" else "allow",
+    )
+    echo = by_name(langchain.tools(echo_asks))["s__echo"]
+    refused = await echo.ainvoke({"text": 1})
+    assert json.loads(refused)["code"] == "InvalidInputError"
+    assert source.calls == []
+
+
+async def test_cancelling_the_graph_cancels_the_call_and_gives_no_result() -> None:
+    source = Source()
+    graph = agent_graph(scripted(calls(("s__wait", {}))), langchain.tools(toolkit(source)))
+    ended: list[Any] = []
+
+    async def turn() -> None:
+        ended.append(await graph.ainvoke({"messages": [HumanMessage("go")]}, thread()))
+
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(turn)
+        while not source.waiting:
+            await anyio.wait_all_tasks_blocked()
+        tasks.cancel_scope.cancel()
+    assert ended == []
+    assert source.calls == [("wait", {})]

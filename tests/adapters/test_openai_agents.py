@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import anyio
 import pytest
 from agents import Agent, FunctionTool, RunConfig, Runner, RunResult
 from agents.testing import ModelCall, ModelStep, ScriptedModel, assistant_message, function_call
@@ -14,7 +15,7 @@ from amends_toolkit import JsonObject, JsonValue
 from amends_toolkit.adapters import openai_agents
 from amends_toolkit.runtime import DENIED
 
-from .kit import ECHO_SCHEMA, Source, approve_all, toolkit
+from .kit import DEFINITIONS, ECHO_SCHEMA, Source, approve_all, toolkit
 from .media import PNG, WAV, media_toolkit
 from .test_media import PDF, Reports
 
@@ -240,3 +241,41 @@ async def test_media_reach_the_model_as_the_sdks_image_and_file_outputs() -> Non
     }
     assert PDF not in json.dumps(pdf[:-1])
     assert WAV not in json.dumps(audio)
+
+
+async def test_an_input_the_schema_refuses_fails_unasked_and_a_good_one_pauses() -> None:
+    source = Source()
+    echo_asks = at.assemble(
+        [at.Member(source, DEFINITIONS)],
+        lambda _, d: "approve" if d.name == "echo" else "allow",
+    )
+    script = Script([("s__echo", {"text": 1}), ("s__echo", {"text": "a"})])
+    one = agent(script, echo_asks)
+    paused = await run(one)
+    [interruption] = paused.interruptions
+    assert json.loads(interruption.arguments or "") == {"text": "a"}
+    state = paused.to_state()
+    state.reject(interruption, rejection_message=openai_agents.REJECTION_MESSAGE)
+    done = await Runner.run(one, state, run_config=OFFLINE)
+    read = json.loads(done.final_output)
+    assert read["call_1"]["code"] == "InvalidInputError"
+    assert read["call_2"] == DENIED.to_json()
+    assert source.calls == []
+
+
+async def test_cancelling_the_run_cancels_the_call_and_gives_no_result() -> None:
+    source = Source()
+    script = Script([("s__wait", {})])
+    ended: list[RunResult] = []
+
+    async def turn() -> None:
+        ended.append(await run(agent(script, toolkit(source))))
+
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(turn)
+        while not source.waiting:
+            await anyio.wait_all_tasks_blocked()
+        tasks.cancel_scope.cancel()
+    assert ended == []
+    assert source.calls == [("wait", {})]
+    assert not source.release.is_set()
