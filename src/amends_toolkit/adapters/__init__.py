@@ -50,10 +50,11 @@ __all__ = (
 
 _FRAMEWORKS: Final = frozenset({"langchain", "openai_agents", "pydantic_ai"})
 
+if not TYPE_CHECKING:  # type checkers read the three names above, and no others
 
-def __getattr__(name: str) -> ModuleType:
-    # A framework's module, imported when first read: it needs its extra, which
-    # missing_extra names when it is not installed.
-    if name in _FRAMEWORKS:
-        return importlib.import_module(f"{__name__}.{name}")
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    def __getattr__(name: str) -> ModuleType:
+        # A framework's module, imported when first read: it needs its extra, which
+        # missing_extra names when it is not installed.
+        if name in _FRAMEWORKS:
+            return importlib.import_module(f"{__name__}.{name}")
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
