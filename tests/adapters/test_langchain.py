@@ -327,3 +327,15 @@ async def test_cancelling_the_graph_cancels_the_call_and_gives_no_result() -> No
         tasks.cancel_scope.cancel()
     assert ended == []
     assert source.calls == [("wait", {})]
+
+
+async def test_a_property_name_the_apis_refuse_is_given_back_to_the_source() -> None:
+    source = Source()
+    schema: JsonObject = {"type": "object", "properties": {"filter[id]": {"type": "string"}}}
+    definition = at.ToolDefinition(name="upper", description="", input_schema=schema)
+    [tool] = langchain.tools(at.source_toolkit(source, [definition]))
+    assert list(convert_to_openai_tool(tool)["function"]["parameters"]["properties"]) == [
+        "filter_id_"
+    ]
+    assert await tool.ainvoke({"filter_id_": "7"}) == ""
+    assert source.calls == [("upper", {"filter[id]": "7"})]

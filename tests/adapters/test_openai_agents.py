@@ -279,3 +279,31 @@ async def test_cancelling_the_run_cancels_the_call_and_gives_no_result() -> None
     assert ended == []
     assert source.calls == [("wait", {})]
     assert not source.release.is_set()
+
+
+async def test_a_call_the_sdk_never_asked_a_person_about_does_not_run() -> None:
+    source = Source()
+    tools = openai_agents.tools(toolkit(source))
+    delete = tools[-1]
+    assert isinstance(delete, FunctionTool)
+    delete.needs_approval = False  # a host's mistake: the SDK now runs it unasked
+    script = Script([("s__delete", {})])
+    result = await Runner.run(
+        Agent(name="test", model=script.model, tools=tools), "go", run_config=OFFLINE
+    )
+    assert not result.interruptions
+    assert json.loads(result.final_output)["call_1"]["code"] == "ApprovalRequired"
+    assert source.calls == []
+
+
+async def test_a_property_name_the_apis_refuse_is_given_back_to_the_source() -> None:
+    source = Source()
+    schema: JsonObject = {"type": "object", "properties": {"filter[id]": {"type": "string"}}}
+    definition = at.ToolDefinition(name="upper", description="", input_schema=schema)
+    [tool] = openai_agents.tools(at.source_toolkit(source, [definition]))
+    assert isinstance(tool, FunctionTool)
+    assert list(tool.params_json_schema["properties"]) == ["filter_id_"]
+    await run(
+        agent(Script([("upper", {"filter_id_": "7"})]), at.source_toolkit(source, [definition]))
+    )
+    assert source.calls == [("upper", {"filter[id]": "7"})]
