@@ -91,7 +91,7 @@ def tools(caller: Toolkit | Session) -> list[Tool]:
     ``input_image`` and ``input_file``; any other medium is a line of text saying what it was.
     """
     toolkit = caller.toolkit if isinstance(caller, Session) else caller
-    made: list[Tool] = [
+    return [
         FunctionTool(
             name=tool.name,
             description=tool.description,
@@ -106,7 +106,6 @@ def tools(caller: Toolkit | Session) -> list[Tool]:
         )
         for tool in toolkit.tools.values()
     ]
-    return made
 
 
 async def _needs_approval(
