@@ -15,7 +15,7 @@ Over a bare toolkit, a call that needs approval stops its graph with ``interrupt
 when the graph is resumed with the person's answer (``Command(resume=True)``; ``False`` refuses
 it). LangGraph resumes by running the interrupted task again from its start, so give each tool
 call a task of its own (``Send``, as LangChain's ``create_agent`` does): calls that ran beside it
-in the same task would run again.
+in the same task (a prebuilt ``ToolNode`` given a whole message) would run again.
 """
 
 from __future__ import annotations
