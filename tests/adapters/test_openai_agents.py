@@ -307,3 +307,15 @@ async def test_a_property_name_the_apis_refuse_is_given_back_to_the_source() -> 
         agent(Script([("upper", {"filter_id_": "7"})]), at.source_toolkit(source, [definition]))
     )
     assert source.calls == [("upper", {"filter[id]": "7"})]
+
+
+async def test_a_tool_approved_always_runs_its_later_calls_unpaused() -> None:
+    source = Source()
+    script = Script([("s__delete", {"id": 1})], [("s__delete", {"id": 2})])
+    one = agent(script, toolkit(source))
+    paused = await run(one)
+    state = paused.to_state()
+    state.approve(paused.interruptions[0], always_approve=True)
+    done = await Runner.run(one, state, run_config=OFFLINE)
+    assert not done.interruptions
+    assert source.calls == [("delete", {"id": 1}), ("delete", {"id": 2})]
