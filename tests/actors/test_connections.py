@@ -271,7 +271,8 @@ async def test_a_request_past_its_tenants_share_waits_no_longer_than_the_pool_ti
                 at.http.make(name="a", base_url=base, operations=OPERATIONS, client=client)
             )
             async with anyio.create_task_group() as tasks:
-                tasks.start_soon(a.call, "slow", {"tenant": "a"})
+                slow: at.JsonObject = {"tenant": "a"}
+                tasks.start_soon(a.call, "slow", slow)
                 await anyio.to_thread.run_sync(api.arrived.wait)
                 # Its share is held by the slow call, which the app holds until released.
                 with pytest.raises(at.UnavailableError, match="PoolTimeout"):
@@ -293,7 +294,7 @@ async def test_closing_a_tenants_client_leaves_the_pool_open(
 
 
 def test_connections_refuse_a_bad_option_naming_it() -> None:
-    with pytest.raises(ValueError, match="max_per_tenant must be a positive int"):
+    with pytest.raises(ValueError, match="max_per_tenant must be a positive whole number"):
         at.http.Connections(max_per_tenant=0)
     with pytest.raises(ValueError, match=r"max_per_tenant \(16\) must be below max_connections"):
         at.http.Connections(max_connections=16, max_per_tenant=16)

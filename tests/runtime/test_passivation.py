@@ -233,5 +233,7 @@ async def test_a_running_actor_with_an_idle_timeout_stops_at_once() -> None:
 async def test_spawn_refuses_an_idle_timeout_that_is_not_a_positive_number() -> None:
     async with Runtime() as runtime:
         for bad in (0, -1.0, float("inf"), float("nan")):
-            with pytest.raises(ValueError, match="idle_timeout must be positive"):
+            with pytest.raises(
+                ValueError, match="idle_timeout must be a positive number of seconds"
+            ):
                 await runtime.spawn(Held(), idle_timeout=bad)

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Final, Generic, TypeVar, overload
 import anyio
 import httpx
 
-from amends_toolkit.actors._limits import check_limits
+from amends_toolkit._options import check_counts
 from amends_toolkit.runtime._mailbox import Shares
 from amends_toolkit.runtime._messages import waiters
 
@@ -71,7 +71,7 @@ class Connections(Generic[C]):
             listens), or its calls wait for its share rather than run.
 
     Raises:
-        ValueError: a limit that is not a positive int, ``max_per_tenant`` not below
+        ValueError: a limit that is not a positive whole number, ``max_per_tenant`` not below
             ``max_connections``, or ``max_connections`` given with a ``transport``.
         TypeError: a transport of neither ``httpx`` nor ``httpx2``.
     """
@@ -101,10 +101,10 @@ class Connections(Generic[C]):
         max_connections: int | None = None,
         max_per_tenant: int = MAX_PER_TENANT,
     ) -> None:
-        check_limits(max_per_tenant=max_per_tenant)
+        check_counts(max_per_tenant=max_per_tenant)
         if transport is None:
             pool = MAX_CONNECTIONS if max_connections is None else max_connections
-            check_limits(max_connections=pool)
+            check_counts(max_connections=pool)
             if max_per_tenant >= pool:
                 raise ValueError(
                     f"max_per_tenant ({max_per_tenant}) must be below max_connections ({pool}), "
@@ -168,7 +168,6 @@ class Connections(Generic[C]):
             headers=headers,
             params=params,
             auth=auth,
-            trust_env=False,
         )
         return client
 

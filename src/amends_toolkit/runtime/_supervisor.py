@@ -71,6 +71,7 @@ import attrs
 import sniffio
 
 from amends_toolkit._log import get_logger
+from amends_toolkit._options import check_optional_seconds, check_seconds
 from amends_toolkit.runtime._actor import Actor, described
 from amends_toolkit.runtime._mailbox import Mailbox, Shares
 from amends_toolkit.runtime._messages import waiters
@@ -164,8 +165,7 @@ class Runtime:
     """
 
     def __init__(self, *, grace: float = 5.0, on_give_up: GiveUp | None = None) -> None:
-        if not (grace > 0 and math.isfinite(grace)):
-            raise ValueError(f"grace must be a positive number of seconds, not {grace!r}")
+        check_seconds(grace=grace)
         self._grace = grace
         self._on_give_up = on_give_up
         self._children: dict[ActorRef, _Child] = {}
@@ -269,8 +269,7 @@ class Runtime:
             raise TypeError("mailbox_size must be an int")
         if max_concurrency < 1 or mailbox_size < 0:
             raise ValueError("spawn needs max_concurrency >= 1 and mailbox_size >= 0")
-        if call_timeout is not None and not (call_timeout > 0 and math.isfinite(call_timeout)):
-            raise ValueError("call_timeout must be positive, or None for no timeout")
+        check_optional_seconds(call_timeout=call_timeout, idle_timeout=idle_timeout)
         if not isinstance(restart, Restart):
             raise TypeError(f"restart must be an at.Restart, not {restart!r}")
         if max_per_caller is not None and (
@@ -279,8 +278,6 @@ class Runtime:
             raise TypeError("max_per_caller must be an int, or None for no share per caller")
         if max_per_caller is not None and max_per_caller < 1:
             raise ValueError("spawn needs max_per_caller >= 1, or None for no share per caller")
-        if idle_timeout is not None and not (idle_timeout > 0 and math.isfinite(idle_timeout)):
-            raise ValueError("idle_timeout must be positive, or None to keep the actor running")
         if inline is not None and not isinstance(inline, bool):
             raise TypeError(
                 f"inline must be True, False or None (the source decides), not {inline!r}"
