@@ -144,7 +144,6 @@ class _Child:
     first: ToolSource | None
     factory: SourceFactory | None
     restart: Restart
-    idle_timeout: float | None = None
     done: anyio.Event = attrs.field(factory=anyio.Event)
 
 
@@ -246,15 +245,15 @@ class Runtime:
                 outside the mailbox, while other callers' calls take the free slots, so one
                 caller cannot take every slot. ``None``: no share; calls made with no caller
                 named have none either.
-            idle_timeout: Seconds with nothing in flight (no call or discover running or
-                waiting) after which the actor ends its incarnation normally, its source's
-                lifespan left (an MCP session ends with DELETE, a stdio process stops), so an
-                idle actor holds no tasks, session or process. Its next call or discover starts
-                a new incarnation from fresh state (a factory builds its source again) and waits
-                for it, however many come at once: one starts. The ref and its statistics stay
-                valid; a passivation is no crash and counts for no restart. An actor spawned
-                with it starts passivated: its first call starts it. ``None``: it runs until
-                stopped.
+            idle_timeout: Seconds with nothing in flight (no call or discover running) after
+                which the actor ends its incarnation normally, its source's lifespan left (an
+                MCP session ends with DELETE, a stdio process stops): an idle actor holds no
+                session, process or worker, only its ref, its mailbox and one waiting task. Its
+                next call or discover starts a new incarnation from fresh state (a factory
+                builds its source again) and waits for it, however many come at once: one
+                starts. The ref and its statistics stay valid (``state`` is ``"passivated"``);
+                a passivation is no crash and counts for no restart. An actor spawned with it
+                starts passivated: its first call starts it. ``None``: it runs until stopped.
 
         Raises:
             ValueError: a bad option (a programmer's mistake, raised at once).
@@ -313,14 +312,7 @@ class Runtime:
             inline=actor.inline if inline else None,
             shares=None if max_per_caller is None else Shares(max_per_caller, make),
         )
-        child = _Child(
-            actor=actor,
-            ref=ref,
-            first=source,
-            factory=factory,
-            restart=restart,
-            idle_timeout=idle_timeout,
-        )
+        child = _Child(actor=actor, ref=ref, first=source, factory=factory, restart=restart)
         self._children[ref] = child
         _start_detached(lambda: self._run(child))
         return ref
@@ -347,7 +339,7 @@ class Runtime:
         source, child.first = child.first, None
         gave_up: BaseException | None = None
         # Spawned with an idle timeout, it starts as it is after a passivation.
-        passivated, crashed = child.idle_timeout is not None, False
+        passivated, crashed = actor.state == "passivated", False
         while True:
             if passivated:
                 if not await actor.wait_for_request():
