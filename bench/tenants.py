@@ -52,6 +52,8 @@ CALLS = 10
 IDLE = 2.0
 """Seconds with nothing in flight before an actor passivates."""
 ROUNDS = 3
+WAIT = 300.0
+"""Seconds a call may wait and take (its client's timeouts, its source's)."""
 MODES = ("passivated", "kept running")
 
 OPERATIONS = [
@@ -79,11 +81,18 @@ def tenant(
 ) -> tuple[at.http.HttpSource, at.ToolSource]:
     """The host's objects for one tenant: its client (its own token) and its two sources."""
     client = connections.client(headers={"Authorization": f"Bearer tenant-{index:06d}-7c1e9a"})
+    # 1% of 100,000 tenants is 2,000 calls at once over a pool of 1,024 connections, on a busy
+    # machine: they wait for a connection longer than httpx's 5 seconds.
+    client.timeout = httpx2.Timeout(WAIT)
     return (
         at.http.make(
-            name="api", base_url=f"http://127.0.0.1:{http}", operations=OPERATIONS, client=client
+            name="api",
+            base_url=f"http://127.0.0.1:{http}",
+            operations=OPERATIONS,
+            client=client,
+            timeout=WAIT,
         ),
-        at.mcp.http(name="tasks", url=f"http://127.0.0.1:{mcp}/mcp", client=client),
+        at.mcp.http(name="tasks", url=f"http://127.0.0.1:{mcp}/mcp", client=client, timeout=WAIT),
     )
 
 
@@ -175,8 +184,10 @@ async def calls(size: int, mode: str, http: int, mcp: int) -> dict[str, float]:
 
         await everyone(1, [])  # warmed: each actor has called its server once
         await anyio.sleep(IDLE * 1.5)
-        wanted = "passivated" if mode == "passivated" else "running"
-        assert all(ref.statistics().state == wanted for pair in active for ref in pair)
+        if mode == "passivated":
+            # The bench reads the statistics a host would (a busy machine may be late).
+            while any(ref.statistics().state != "passivated" for pair in active for ref in pair):  # noqa: ASYNC110
+                await anyio.sleep(0.1)
         first: list[float] = []
         await everyone(1, first)
         steady: list[float] = []
@@ -198,13 +209,16 @@ async def calls(size: int, mode: str, http: int, mcp: int) -> dict[str, float]:
 
 
 def child(*arguments: object) -> dict[str, float]:
-    output = subprocess.run(
+    done = subprocess.run(
         [sys.executable, "-m", "bench.tenants", *map(str, arguments)],
-        check=True,
         capture_output=True,
         text=True,
-    ).stdout
-    return dict(json.loads(output.splitlines()[-1]))
+    )
+    if done.returncode:
+        raise RuntimeError(f"bench.tenants {arguments} failed:\n{done.stderr[-3000:]}")
+    line = done.stdout.splitlines()[-1]
+    print("   ", *arguments, line, file=sys.stderr, flush=True)
+    return dict(json.loads(line))
 
 
 def medians(runs: Sequence[dict[str, float]]) -> dict[str, float]:
