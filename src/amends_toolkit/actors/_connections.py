@@ -153,6 +153,7 @@ class Connections(Generic[C]):
         open. A source given it sends every request with these headers and query parameters
         (they win over any an input fills) and ``auth``, and its redaction knows them (``auth``'s
         too, read from each request it sends), so they never reach the model.
+        Its timeouts are its library's defaults (set ``client.timeout`` to change them).
 
         Args:
             headers: The tenant's headers (its ``Authorization``, its API key).
@@ -160,8 +161,6 @@ class Connections(Generic[C]):
             auth: The tenant's ``auth``, as its library takes it: an ``httpx.Auth`` (an
                 ``httpx2.Auth`` over httpx2) such as an OAuth provider, a ``(user, password)``
                 pair, or a function of the request.
-
-        Its timeouts are its library's defaults (set ``client.timeout`` to change them).
         """
         client: C = self._library.AsyncClient(
             transport=self._tenant(self._transport, self._max_per_tenant),
