@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+import unicodedata
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Final
 from urllib.parse import parse_qsl, quote, quote_plus, urlsplit
@@ -20,12 +21,14 @@ if TYPE_CHECKING:
 
 __all__ = (
     "MAX_MODEL_TEXT",
+    "MAX_SHOWN",
     "NO_SECRETS",
     "REDACTED",
     "ClientSecrets",
     "Secrets",
     "cut",
     "cut_middle",
+    "shown",
 )
 
 MAX_MODEL_TEXT: Final = 500
@@ -64,6 +67,35 @@ def cut_middle(text: str, limit: int) -> str:
         return text
     head = (limit - 1) // 2
     return text[:head] + "…" + text[len(text) - (limit - 1 - head) :]
+
+
+MAX_SHOWN: Final = 4_000
+"""The most characters of a model's or a peer's text that a person is shown in an approval
+question (:func:`shown`); the rest is cut, and the question says how many characters were cut."""
+
+# Controls (C0, DEL, C1), format characters (bidi embeddings, overrides and isolates, zero-width
+# characters, the BOM, tags), line and paragraph separators, surrogates, private use, unassigned.
+_HIDDEN: Final = frozenset(("Cc", "Cf", "Zl", "Zp", "Cs", "Co", "Cn"))
+
+
+def shown(text: str, *, limit: int = MAX_SHOWN) -> str:
+    """``text`` as a person may be shown it (on a terminal, in a web page): every character
+    that is not plainly visible text written as its escape (``\\x1b``, ``\\u202e``,
+    ``\\U000e0041``), so none can move a cursor, clear a screen, hide text or turn it around; at
+    most ``limit`` characters of it, then how many more there were."""
+    kept = "".join(_escape(c) if unicodedata.category(c) in _HIDDEN else c for c in text[:limit])
+    if len(text) > limit:
+        kept += f"... ({len(text) - limit:,} more characters not shown)"
+    return kept
+
+
+def _escape(character: str) -> str:
+    point = ord(character)
+    if point < 0x100:
+        return f"\\x{point:02x}"
+    if point < 0x10000:
+        return f"\\u{point:04x}"
+    return f"\\U{point:08x}"
 
 
 _QUERY_SAFE: Final = "".join(chr(i) for i in range(0x21, 0x7F) if chr(i) not in '"#<>')

@@ -4,11 +4,25 @@ calls run through a Session (or a Toolkit) and answered in that API's shape.
 The pydantic-ai toolset is in :mod:`amends_toolkit.adapters.pydantic_ai` (the ``pydantic-ai``
 extra). :func:`mcp_server` serves a toolkit as an MCP server; it imports
 :mod:`amends_toolkit.adapters.mcp_front` (the ``mcp-server`` extra) when called.
+
+:class:`Approvals` asks approvers out of band: a call that needs approval waits, stored in an
+:class:`ApprovalStore` (:class:`MemoryApprovalStore`, :class:`SQLiteApprovalStore`), until a host's
+page (or the gateway's ``POST /approvals/{id}``) decides it.
 """
 
 from __future__ import annotations
 
 from amends_toolkit.adapters._anthropic import anthropic_tools, run_anthropic_tool_uses
+from amends_toolkit.adapters._approvals import (
+    AlreadyDecided,
+    ApprovalStore,
+    Approvals,
+    MemoryApprovalStore,
+    PendingApproval,
+    SQLiteApprovalStore,
+    UnknownApproval,
+)
+from amends_toolkit.adapters._ask_client import ask_client, client_can_be_asked
 from amends_toolkit.adapters._callers import Authenticator, Caller, Refused, caller_of
 from amends_toolkit.adapters._calls import ToolCaller
 from amends_toolkit.adapters._mcp_server import mcp_server
@@ -20,12 +34,21 @@ from amends_toolkit.adapters._openai import (
 )
 
 __all__ = (
+    "AlreadyDecided",
+    "ApprovalStore",
+    "Approvals",
     "Authenticator",
     "Caller",
+    "MemoryApprovalStore",
+    "PendingApproval",
     "Refused",
+    "SQLiteApprovalStore",
     "ToolCaller",
+    "UnknownApproval",
     "anthropic_tools",
+    "ask_client",
     "caller_of",
+    "client_can_be_asked",
     "mcp_server",
     "openai_responses_tools",
     "openai_tools",
