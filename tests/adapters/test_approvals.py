@@ -7,10 +7,11 @@ import hashlib
 import json
 import time
 import unicodedata
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import pytest
+from tests.runtime.toolkit_sources import Recording, define
 
 import amends_toolkit as at
 from amends_toolkit._peer import MAX_SHOWN
@@ -22,8 +23,6 @@ from amends_toolkit.adapters import (
     SQLiteApprovalStore,
     UnknownApproval,
 )
-
-from tests.runtime.toolkit_sources import Recording, define
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -50,19 +49,34 @@ async def store(
     sqlite.close()
 
 
-async def pending_one(approvals: Approvals) -> PendingApproval:
-    """The one approval pending, once a call has asked."""
-    while not (listed := await approvals.pending()):
-        await anyio.sleep(0.001)
-    (pending,) = listed
-    return pending
+class Watched(Approvals):
+    """Approvals whose every announcement is kept, so a test waits for a call to ask."""
+
+    def __init__(self, **options: Any) -> None:
+        self.seen: list[PendingApproval] = []
+        self.taken = 0
+        self.more = anyio.Event()
+        super().__init__(announce=self.note, **options)
+
+    async def note(self, pending: PendingApproval) -> None:
+        self.seen.append(pending)
+        self.more.set()
+        self.more = anyio.Event()
+
+
+async def pending_one(approvals: Watched) -> PendingApproval:
+    """The next approval announced (and so stored), once a call has asked."""
+    while approvals.taken >= len(approvals.seen):
+        await approvals.more.wait()
+    approvals.taken += 1
+    return approvals.seen[approvals.taken - 1]
 
 
 async def test_a_call_waits_until_an_approver_approves_then_runs_once(
     store: at.adapters.ApprovalStore,
 ) -> None:
     source = Recording("db")
-    approvals = Approvals(store=store, poll_interval=0.01)
+    approvals = Watched(store=store)
     answers: list[at.JsonValue] = []
     async with (
         at.Session(kit(source), approve=approvals.approve) as session,
@@ -89,7 +103,7 @@ async def test_a_denied_call_does_not_run_and_reads_approval_denied(
     store: at.adapters.ApprovalStore,
 ) -> None:
     source = Recording("db")
-    approvals = Approvals(store=store, poll_interval=0.01)
+    approvals = Watched(store=store)
     results: list[at.ToolResult] = []
     async with (
         at.Session(kit(source), approve=approvals.approve) as session,
@@ -108,7 +122,7 @@ async def test_a_denied_call_does_not_run_and_reads_approval_denied(
 
 
 async def test_a_forged_id_decides_nothing(store: at.adapters.ApprovalStore) -> None:
-    approvals = Approvals(store=store, poll_interval=0.01)
+    approvals = Watched(store=store)
     async with anyio.create_task_group() as tasks:
         tasks.start_soon(approvals.request, "t", {})
         pending = await pending_one(approvals)
@@ -121,7 +135,7 @@ async def test_a_forged_id_decides_nothing(store: at.adapters.ApprovalStore) -> 
 
 
 async def test_an_approval_is_decided_once(store: at.adapters.ApprovalStore) -> None:
-    approvals = Approvals(store=store, poll_interval=0.01)
+    approvals = Watched(store=store)
     decided: list[PendingApproval] = []
     async with anyio.create_task_group() as tasks:
 
@@ -164,31 +178,32 @@ async def test_the_store_decides_once_when_two_decide_at_once(
 async def test_a_flood_from_one_caller_is_bounded_and_other_callers_are_still_asked(
     store: at.adapters.ApprovalStore,
 ) -> None:
-    approvals = Approvals(store=store, max_pending=5, max_pending_per_caller=3, poll_interval=0.01)
-    refused: list[str] = []
+    approvals = Watched(store=store, max_pending=5, max_pending_per_caller=3)
+    sent, refused = anyio.create_memory_object_stream[tuple[str, str]](1_000)
 
     async def call(caller: str, n: int) -> None:
         try:
             await approvals.request("t", {"n": n}, caller=caller)
         except at.ApprovalRequired as error:
-            refused.append(caller)
-            assert "too many approvals" in error.message
+            await sent.send((caller, error.message))
 
-    async with anyio.create_task_group() as tasks:
+    async with sent, refused, anyio.create_task_group() as tasks:
         for n in range(50):
             tasks.start_soon(call, "key:flood", n)
-        while len(refused) < 47:
-            await anyio.sleep(0.001)
+        flood = [await refused.receive() for _ in range(47)]
         tasks.start_soon(call, "key:other", 0)
         tasks.start_soon(call, "key:third", 0)
-        while len(await approvals.pending()) < 5:
-            await anyio.sleep(0.001)
+        announced = [await pending_one(approvals) for _ in range(5)]
         tasks.start_soon(call, "key:fourth", 0)  # past max_pending
-        while len(refused) < 48:
-            await anyio.sleep(0.001)
+        fourth = await refused.receive()
         pending = await approvals.pending()
         tasks.cancel_scope.cancel()
-    assert refused == ["key:flood"] * 47 + ["key:fourth"]
+    assert {caller for caller, _ in flood} == {"key:flood"}
+    assert fourth[0] == "key:fourth"
+    assert {message for _, message in [*flood, fourth]} == {
+        "too many approvals are pending (max_pending, max_pending_per_caller)"
+    }
+    assert sorted(p.caller or "" for p in pending) == sorted(p.caller or "" for p in announced)
     assert sorted(p.caller or "" for p in pending) == [
         "key:flood", "key:flood", "key:flood", "key:other", "key:third",
     ]  # fmt: skip
@@ -197,7 +212,7 @@ async def test_a_flood_from_one_caller_is_bounded_and_other_callers_are_still_as
 async def test_a_huge_hostile_input_is_kept_cut_and_plain_never_whole(
     store: at.adapters.ApprovalStore,
 ) -> None:
-    approvals = Approvals(store=store, poll_interval=0.01)
+    approvals = Watched(store=store)
     tricks = "\x1b[2J\u009b31m\u202e\u2066\u200b\r\n\x7f\U000e0041"
     huge: JsonObject = {"note" + tricks: tricks * 200_000, "id": 1}
     async with anyio.create_task_group() as tasks:
@@ -240,7 +255,7 @@ async def test_nobody_deciding_in_time_is_approval_timed_out_and_the_tool_does_n
 
 
 async def test_a_cancelled_call_forgets_its_approval(store: at.adapters.ApprovalStore) -> None:
-    approvals = Approvals(store=store, poll_interval=0.01)
+    approvals = Watched(store=store)
     async with anyio.create_task_group() as tasks:
         tasks.start_soon(approvals.request, "t", {})
         pending = await pending_one(approvals)
@@ -251,23 +266,23 @@ async def test_a_cancelled_call_forgets_its_approval(store: at.adapters.Approval
 
 
 async def test_an_announcement_that_fails_does_not_stop_the_call() -> None:
-    announced: list[PendingApproval] = []
+    sent, announced = anyio.create_memory_object_stream[PendingApproval](1)
 
     async def announce(pending: PendingApproval) -> None:
-        announced.append(pending)
+        await sent.send(pending)
         raise OSError("the webhook is down")
 
     approvals = Approvals(announce=announce)
     decided: list[PendingApproval] = []
-    async with anyio.create_task_group() as tasks:
+    async with sent, announced, anyio.create_task_group() as tasks:
 
         async def call() -> None:
             decided.append(await approvals.request("t", {}))
 
         tasks.start_soon(call)
-        pending = await pending_one(approvals)
-        await anyio.wait_all_tasks_blocked()
-        assert announced == [pending]
+        pending = await announced.receive()
+        await anyio.wait_all_tasks_blocked()  # the announcement has failed; the call waits
+        assert await approvals.pending() == [pending]
         await approvals.decide(pending.id, approve=True, by="alice")
     assert decided[0].approved is True
 
@@ -287,7 +302,7 @@ async def test_a_pending_approval_of_a_call_gone_in_a_restart_decides_its_next_s
     before.close()
 
     store = SQLiteApprovalStore(path)
-    approvals = Approvals(store=store, poll_interval=0.01)
+    approvals = Watched(store=store)
     assert await approvals.pending() == [asked]
     await approvals.decide(asked.id, approve=True, by="alice")
     assert await approvals.pending() == []
@@ -321,7 +336,7 @@ async def test_the_same_call_after_a_restart_waits_on_the_approval_of_before(
         caller="key:agent", profile=None, created=time.time(), deadline=time.time() + 600,
     )  # fmt: skip
     assert await store.add(asked, max_pending=5, max_per_caller=5)
-    approvals = Approvals(store=store, poll_interval=0.01)
+    approvals = Watched(store=store)
     decided: list[PendingApproval] = []
     async with anyio.create_task_group() as tasks:
 
@@ -329,12 +344,32 @@ async def test_the_same_call_after_a_restart_waits_on_the_approval_of_before(
             decided.append(await approvals.request("t", {"id": 1}, caller="key:agent"))
 
         tasks.start_soon(call)
-        await anyio.wait_all_tasks_blocked()
+        assert (await pending_one(approvals)).id == "before"
         assert [p.id for p in await approvals.pending()] == ["before"]
         await approvals.decide("before", approve=True, by="alice")
     assert [(d.id, d.approved) for d in decided] == [("before", True)]
     assert await approvals.pending() == []
     store.close()
+
+
+async def test_a_decision_another_process_stores_reaches_the_waiting_call(tmp_path: Path) -> None:
+    path = tmp_path / "approvals.db"
+    here, there = SQLiteApprovalStore(path), SQLiteApprovalStore(path)
+    waiting = Watched(store=here, poll_interval=0.01)
+    elsewhere = Approvals(store=there)
+    decided: list[PendingApproval] = []
+    async with anyio.create_task_group() as tasks:
+
+        async def call() -> None:
+            decided.append(await waiting.request("t", {}))
+
+        tasks.start_soon(call)
+        pending = await pending_one(waiting)
+        assert await elsewhere.pending() == [pending]
+        await elsewhere.decide(pending.id, approve=True, by="approver key:ops")
+    assert [(d.approved, d.decided_by) for d in decided] == [(True, "approver key:ops")]
+    here.close()
+    there.close()
 
 
 def test_bad_options_are_refused_naming_the_option() -> None:

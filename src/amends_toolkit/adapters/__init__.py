@@ -15,8 +15,8 @@ from __future__ import annotations
 from amends_toolkit.adapters._anthropic import anthropic_tools, run_anthropic_tool_uses
 from amends_toolkit.adapters._approvals import (
     AlreadyDecided,
-    ApprovalStore,
     Approvals,
+    ApprovalStore,
     MemoryApprovalStore,
     PendingApproval,
     SQLiteApprovalStore,

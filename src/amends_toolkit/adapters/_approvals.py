@@ -472,7 +472,7 @@ class Approvals:
         caller: str | None = None,
         profile: str | None = None,
         source: str | None = None,
-        timeout: float | None = None,
+        deadline: float | None = None,
     ) -> PendingApproval:
         """Store a pending approval of this call, announce it, and wait until it is decided.
 
@@ -482,7 +482,8 @@ class Approvals:
             caller: Who calls (a ``Caller.id``), for the approver and the per-caller bound.
             profile: The profile that serves the caller, for the approver.
             source: The tool's source, for the approver.
-            timeout: Seconds to wait (default: ``approval_timeout``).
+            deadline: When to stop waiting, in seconds since the epoch (default:
+                ``approval_timeout`` from now).
 
         Returns:
             The approval as decided: ``approved`` and ``decided_by``.
@@ -490,11 +491,10 @@ class Approvals:
         Raises:
             ApprovalRequired: ``max_pending`` approvals are pending, or
                 ``max_pending_per_caller`` of this caller: nobody is asked.
-            ApprovalTimedOut: nobody decided within the timeout (the approval is forgotten).
+            ApprovalTimedOut: nobody decided by the deadline (the approval is forgotten).
 
         Cancelled (the call ended), the approval is forgotten.
         """
-        timeout = self.approval_timeout if timeout is None else timeout
         text = json.dumps(input, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
         digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
         caller = _kept(caller)
@@ -513,7 +513,7 @@ class Approvals:
                 caller=caller,
                 profile=_kept(profile),
                 created=now,
-                deadline=now + timeout,
+                deadline=now + self.approval_timeout if deadline is None else deadline,
             )
             # Pending ones past their deadline are forgotten first: they count no more.
             await self.store.undecided(now)
@@ -532,7 +532,7 @@ class Approvals:
                 caller=caller,
                 profile=approval.profile,
             )
-        return await self._wait(approval, timeout=max(0.0, approval.deadline - self._clock()))
+        return await self._wait(approval)
 
     async def _standing(self, caller: str | None, tool: str, digest: str) -> PendingApproval | None:
         """An approval of this call that no call of this process waits on (its call was gone
@@ -549,11 +549,12 @@ class Approvals:
                 return kept
         return None
 
-    async def _wait(self, approval: PendingApproval, *, timeout: float) -> PendingApproval:
+    async def _wait(self, approval: PendingApproval) -> PendingApproval:
+        remaining = max(0.0, approval.deadline - self._clock())
         decided = anyio.Event()
         self._waiting[approval.id] = decided
         try:
-            with anyio.move_on_after(timeout):
+            with anyio.move_on_after(remaining):
                 async with anyio.create_task_group() as tasks:
                     if self._announce is not None:
                         tasks.start_soon(self._announced, approval)
@@ -576,7 +577,7 @@ class Approvals:
                             )
                             return kept
             _log.info("approval.timed_out", id=approval.id, tool=approval.tool)
-            raise ApprovalTimedOut(f"nobody decided approval {approval.id} in {timeout:g} s")
+            raise ApprovalTimedOut(f"nobody decided approval {approval.id} by its deadline")
         finally:
             del self._waiting[approval.id]
             with anyio.move_on_after(5.0, shield=True):
