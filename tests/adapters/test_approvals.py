@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 import pytest
-from tests.runtime.toolkit_sources import Recording, define
 
 import amends_toolkit as at
 from amends_toolkit._peer import MAX_SHOWN
@@ -23,6 +22,7 @@ from amends_toolkit.adapters import (
     SQLiteApprovalStore,
     UnknownApproval,
 )
+from runtime.toolkit_sources import Recording, define
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator

@@ -45,12 +45,14 @@ The keys are binding (hosts rely on them)::
     timeout = 300               # seconds a call waits for a decision
     store = "approvals.db"      # SQLite, so a restart keeps pending approvals (default: memory)
     webhook = "https://hooks.example.com/approvals"   # told of each pending approval (or ${VAR})
+    max_pending = 1000          # approvals pending at once; and of one caller:
+    max_pending_per_caller = 10
 
 A caller no profile matches is served by ``[policy]``, without limits; without a ``[policy]``
 table, it is refused. A profile without ``approval`` asks as ``by = "either"`` with no approvers
 (its client, when it can be asked; else only ``--approve-on-terminal``'s terminal); it does not
-take ``[approval]``'s approvers. ``store`` and ``webhook`` are the whole gateway's, in
-``[approval]`` alone.
+take ``[approval]``'s approvers. ``store``, ``webhook`` and the bounds are the whole gateway's,
+in ``[approval]`` alone (one table: the issue's ``[approvals] store`` is ``[approval] store``).
 
 A mistake is a :class:`ConfigError` naming the file, the line (where the key is written in the
 file) and the fix; nothing is guessed and no key is ignored.
@@ -70,7 +72,11 @@ from urllib.parse import urlsplit
 
 import attrs
 
-from amends_toolkit.adapters._approvals import APPROVAL_TIMEOUT
+from amends_toolkit.adapters._approvals import (
+    APPROVAL_TIMEOUT,
+    MAX_PENDING,
+    MAX_PENDING_PER_CALLER,
+)
 from amends_toolkit.adapters._mcp_server import MAX_SESSIONS, SESSION_IDLE_TIMEOUT
 
 __all__ = (
@@ -150,7 +156,7 @@ _PROFILE_KEYS: Final = frozenset(
     ("name", "match", "sources", "presentation", "policy", "limits", "approval")
 )
 _APPROVAL_KEYS: Final = ("by", "approvers", "timeout")
-_GATEWAY_APPROVAL_KEYS: Final = ("store", "webhook")
+_GATEWAY_APPROVAL_KEYS: Final = ("store", "webhook", "max_pending", "max_pending_per_caller")
 _MATCH_KINDS: Final = ("keys", "subjects", "scopes", "claims")
 _LIMITS_KEYS: Final = ("calls_per_minute", "max_in_flight")
 DEFAULT_PROFILE: Final = "default"
@@ -321,6 +327,10 @@ class GatewayConfig:
     """``[approval] store``: the SQLite file of pending approvals; none: memory."""
     approval_webhook: str | None = None
     """``[approval] webhook``: the URL (or its ``${VAR}``) told of each pending approval."""
+    approval_max_pending: int = MAX_PENDING
+    """``[approval] max_pending``: approvals pending at once, in all."""
+    approval_max_pending_per_caller: int = MAX_PENDING_PER_CALLER
+    """``[approval] max_pending_per_caller``: approvals pending at once of one caller."""
 
 
 def load_config(path: Path) -> GatewayConfig:
@@ -505,6 +515,11 @@ class _Reader:
                     "webhook",
                 )
             options["approval_webhook"] = webhook
+        for key in ("max_pending", "max_pending_per_caller"):
+            if key in raw:
+                if not _counted(raw[key]):
+                    raise fail(f"{key} must be a whole number above 0", key)
+                options[f"approval_{key}"] = raw[key]
         return options
 
     def _approval(
@@ -523,7 +538,7 @@ class _Reader:
         for name in raw:
             if name not in _APPROVAL_KEYS:
                 where = (
-                    "; store and webhook are the whole gateway's: write them in [approval]"
+                    f"; {name} is the whole gateway's: write it in [approval]"
                     if name in _GATEWAY_APPROVAL_KEYS
                     else ""
                 )

@@ -60,12 +60,14 @@ from amends_toolkit._errors import (
     Failure,
     LimitExceeded,
     NameClash,
+    NoApproval,
     ToolSourceError,
 )
 from amends_toolkit._log import get_logger
 from amends_toolkit._peer import cut
 from amends_toolkit.adapters import Refused, caller_of
 from amends_toolkit.adapters.mcp_front import SELECTED_SCOPE_KEY
+from amends_toolkit.cli._approvals import GatewayApprovals
 from amends_toolkit.cli._auth import KeyAuthenticator, OpenAuthenticator, expand_key, required_auth
 from amends_toolkit.cli._config import DEFAULT_PROFILE, ConfigError, Presentation, expand_header
 from amends_toolkit.cli._connections import FILES_RESERVED, raise_open_files, timed_protocol
@@ -76,7 +78,7 @@ from amends_toolkit.cli._pinning import SessionPinning
 from amends_toolkit.cli._policy import GlobPolicy
 from amends_toolkit.cli._profiles import profile_of
 from amends_toolkit.cli._sources import build_source
-from amends_toolkit.cli._terminal import approval_question, ask, has_terminal
+from amends_toolkit.cli._terminal import has_terminal
 from amends_toolkit.presentations import MontyRuntime, code_mode, tool_search
 from amends_toolkit.runtime import (
     ActorRef,
@@ -135,7 +137,12 @@ class _Call:
 
     code: str | None = None
     approved_by: str | None = None
-    """Who approved the call, when it needed approval and was approved (``"terminal"``)."""
+    """Who approved the call, when it needed approval and was approved: ``"client"``,
+    ``"terminal"``, ``"approver <caller id>"``."""
+    caller: str | None = None
+    """The caller's ``Caller.id`` (none for ``type = "none"``, whose id is an address)."""
+    profile: str = DEFAULT_PROFILE
+    """The profile that serves the caller."""
 
 
 _CALL: contextvars.ContextVar[_Call | None] = contextvars.ContextVar("gateway_call", default=None)
@@ -214,7 +221,7 @@ class Gateway:
         self._in_flight = 0
         self._idle = anyio.Event()
         self._refresh_wanted = anyio.Event()
-        self._ask_lock = anyio.Lock()
+        self.approval = GatewayApprovals(config, terminal=approve_on_terminal)
         self._sandbox: CodeRuntime | None = None
         self._served: dict[str, Signature] = {}
         self._tools = 0
@@ -262,6 +269,7 @@ class Gateway:
             received = stack.enter_context(
                 anyio.open_signal_receiver(signal.SIGHUP, signal.SIGINT, signal.SIGTERM)
             )
+            stack.push_async_callback(self.approval.aclose)
             runtime = await stack.enter_async_context(Runtime())
             for source_config in self.config.sources:
                 built = await build_source(source_config, stack, on_list_changed=self.want_refresh)
@@ -288,7 +296,7 @@ class Gateway:
                 toolkits,
                 name="amends-toolkit",
                 version="0.1.0",
-                approve=self._ask if self.approve_on_terminal else self._refuse,
+                approve=self._approve,
                 select=self._select,
             )
             self._served = self._signatures(self.front)
@@ -448,12 +456,13 @@ class Gateway:
             union,
             failed={name: f"{e.reason}: {e.message}" for name, e in self.failed.items()},
         )
-        if not self.approve_on_terminal and any(
+        if not self.approval.has_approvers() and any(
             t.needs_approval is not False for t in union.tools.values()
         ):
             self.output.note(
-                "calls that need approval will be refused: run with --approve-on-terminal "
-                "to be asked on this terminal"
+                "calls that need approval are asked of no one but a client that can be asked: "
+                "give a profile approvers (approval = { approvers = ... }, deciding at "
+                "/approvals) or run with --approve-on-terminal to be asked on this terminal"
             )
 
     async def _signals(self, received: AsyncIterator[int]) -> None:
@@ -720,6 +729,9 @@ class Gateway:
             served = params.name in front.toolkits.get(profile, ())
             outcome = "cancelled"
             who = _caller(ctx)
+            record.profile = profile
+            if caller is not None and caller.kind != "none":
+                record.caller = caller.id
             assert self.limits is not None
             try:
                 async with self.limits.admitted(profile, who):
@@ -779,20 +791,53 @@ class Gateway:
             ListenHandler(self._bus),
         )
 
-    async def _refuse(self, name: str, input: JsonObject) -> bool:
-        _note_code("ApprovalRequired")
-        raise ApprovalRequired("no approver: the gateway runs without --approve-on-terminal")
+    async def _approve(self, name: str, input: JsonObject) -> bool:
+        """Ask for a call's approval as its profile's ``approval`` says (see
+        ``cli/_approvals.py``); the call's record learns who approved it, or why not.
 
-    async def _ask(self, name: str, input: JsonObject) -> bool:
-        async with self._ask_lock:  # one question at a time
-            answer = await ask(approval_question(name, input))
-        if not answer:
-            _note_code("ApprovalDenied")
+        Raises:
+            ApprovalRequired: nobody could be asked.
+            ApprovalTimedOut: nobody decided in time.
+        """
+        record = _CALL.get() or _Call()
+        rule = self.approval.rule(record.profile)
+        try:
+            if rule.by != "approvers" and adapters.client_can_be_asked():
+                approved, by = await adapters.ask_client(name, input), "client"
+            elif rule.by == "caller":
+                raise ApprovalRequired("by = caller, and the client declared no elicitation")
+            elif not self.approval.can_ask(record.profile):
+                raise ApprovalRequired(
+                    f"profile {record.profile!r} has no approvers and the client cannot be "
+                    "asked; there is no --approve-on-terminal"
+                )
+            else:
+                decided = await self.approval.approvals.request(
+                    name,
+                    input,
+                    caller=record.caller,
+                    profile=record.profile,
+                    source=self._source_of(record.profile, name),
+                    deadline=time.time() + rule.timeout,
+                )
+                approved, by = decided.approved is True, decided.decided_by or "approver"
+        except NoApproval as undecided:
+            _note_code(undecided.code)
+            raise
+        if approved:
+            record.approved_by = by
         else:
-            record = _CALL.get()
-            if record is not None:
-                record.approved_by = "terminal"
-        return answer
+            _note_code("ApprovalDenied")
+        return approved
+
+    def _source_of(self, profile: str, name: str) -> str | None:
+        """The source a tool of ``profile`` reaches, if it reaches one."""
+        assert self.front is not None
+        toolkit = self.front.toolkits.get(profile)
+        try:
+            return None if toolkit is None else toolkit.source_tool(name)[0]
+        except KeyError:
+            return None  # a tool of a presentation (code mode's execute): no one source
 
     # HTTP.
 
@@ -839,7 +884,13 @@ class Gateway:
                 self.metrics.exposition(), media_type="text/plain; version=0.0.4; charset=utf-8"
             )
 
-        app.router.routes.extend([Route("/healthz", healthz), Route("/metrics", metrics)])
+        app.router.routes.extend(
+            [
+                Route("/healthz", healthz),
+                Route("/metrics", metrics),
+                *self.approval.routes(authenticator),
+            ]
+        )
         return app
 
     def _unready(self) -> str | None:

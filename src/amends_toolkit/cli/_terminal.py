@@ -72,6 +72,9 @@ async def ask(question: str, *, terminal: str = TERMINAL) -> bool | None:
         return None  # the terminal went away (hung up): nobody decided
     finally:
         os.close(descriptor)
+    if answer is None:
+        # The input ended: a person's Ctrl-D (no), or the terminal hung up (nobody decided).
+        return False if has_terminal(terminal) else None
     return answer.strip().lower() in (b"y", b"yes")
 
 
@@ -84,8 +87,9 @@ async def _write(descriptor: int, data: bytes) -> None:
             await anyio.wait_writable(descriptor)
 
 
-async def _read_line(descriptor: int) -> bytes:
-    """The line a person types; empty if it is longer than ``MAX_ANSWER`` or ends unfinished."""
+async def _read_line(descriptor: int) -> bytes | None:
+    """The line a person types; empty if it is longer than ``MAX_ANSWER``; ``None`` if the
+    input ends before the line does."""
     line, length = b"", 0
     while True:
         try:
@@ -98,4 +102,4 @@ async def _read_line(descriptor: int) -> bytes:
         if b"\n" in chunk:
             return line if length <= MAX_ANSWER else b""
         if not chunk:
-            return b""
+            return None
