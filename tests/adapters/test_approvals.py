@@ -129,9 +129,8 @@ async def test_a_forged_id_decides_nothing(store: at.adapters.ApprovalStore) -> 
         for forged in ("", "x", pending.id[:-1], pending.id + "x", "' OR 1=1 --", "%"):
             with pytest.raises(UnknownApproval):
                 await approvals.decide(forged, approve=True, by="mallory")
-        assert (await approvals.pending())[0].approved is None
+        assert await approvals.pending() == [pending]
         tasks.cancel_scope.cancel()
-    assert await approvals.pending() == []
 
 
 async def test_an_approval_is_decided_once(store: at.adapters.ApprovalStore) -> None:
@@ -254,12 +253,18 @@ async def test_nobody_deciding_in_time_is_approval_timed_out_and_the_tool_does_n
     assert await approvals.pending() == []
 
 
-async def test_a_cancelled_call_forgets_its_approval(store: at.adapters.ApprovalStore) -> None:
+async def test_a_cancelled_call_keeps_its_approval_which_decides_its_next_same_call_once(
+    store: at.adapters.ApprovalStore,
+) -> None:
     approvals = Watched(store=store)
     async with anyio.create_task_group() as tasks:
-        tasks.start_soon(approvals.request, "t", {})
+        tasks.start_soon(functools.partial(approvals.request, "t", {"n": 1}, caller="key:a"))
         pending = await pending_one(approvals)
         tasks.cancel_scope.cancel()
+    assert await approvals.pending() == [pending]
+    await approvals.decide(pending.id, approve=False, by="alice")
+    again = await approvals.request("t", {"n": 1}, caller="key:a")
+    assert (again.id, again.approved, again.decided_by) == (pending.id, False, "alice")
     assert await approvals.pending() == []
     with pytest.raises(UnknownApproval):
         await approvals.decide(pending.id, approve=True, by="alice")

@@ -21,8 +21,8 @@ keep pending approvals across a restart; a store that replicas share (Redis, Pos
 the same Protocol, and a waiting call reads its approval again every ``poll_interval`` seconds
 so that a decision another process stored reaches it.
 
-After a restart the call that waited is gone, and its pending approval stays listed until its
-deadline (an approver sees what was asked). A decision of it is kept until that deadline for the
+When the call that waited is gone (its client left, or the process stopped: after a restart),
+its pending approval stays listed until its deadline (an approver sees what was asked). A decision of it is kept until that deadline for the
 caller's next call of the same tool with the same input (the same digest), which it decides once
 (that call runs, or reads ``ApprovalDenied``, without being asked again); that same call made
 before anyone decides waits on the approval of before rather than asking anew.
@@ -81,6 +81,8 @@ MAX_NAME_KEPT: Final = 200
 decided it."""
 POLL_INTERVAL: Final = 2.0
 """Seconds between a waiting call's readings of a store that is not this process's memory."""
+STORE_TIMEOUT: Final = 5.0
+"""Seconds the store may take to forget an approval once its call is done with it."""
 _ID_BYTES: Final = 18
 """Random bytes of an approval's id (24 characters): an id cannot be guessed."""
 
@@ -493,7 +495,8 @@ class Approvals:
                 ``max_pending_per_caller`` of this caller: nobody is asked.
             ApprovalTimedOut: nobody decided by the deadline (the approval is forgotten).
 
-        Cancelled (the call ended), the approval is forgotten.
+        Cancelled (the call ended: its client left, the process stops), the approval is kept
+        until its deadline, and decides the caller's next same call (see the module).
         """
         text = json.dumps(input, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
         digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
@@ -550,38 +553,35 @@ class Approvals:
         return None
 
     async def _wait(self, approval: PendingApproval) -> PendingApproval:
+        """Wait for ``approval``'s decision until its deadline; then it is forgotten (used, or
+        timed out). Cancelled (the call ended), it is kept until its deadline: see the module."""
         remaining = max(0.0, approval.deadline - self._clock())
         decided = anyio.Event()
         self._waiting[approval.id] = decided
+        kept: PendingApproval | None = None
         try:
             with anyio.move_on_after(remaining):
                 async with anyio.create_task_group() as tasks:
                     if self._announce is not None:
                         tasks.start_soon(self._announced, approval)
-                    while True:
+                    while kept is None or kept.approved is None:
                         with anyio.move_on_after(
                             float("inf") if self._poll is None else self._poll
                         ):
                             await decided.wait()
                         kept = await self.store.get(approval.id)
                         if kept is None:
-                            # Forgotten by another process (past its deadline there).
-                            break
-                        if kept.approved is not None:
-                            tasks.cancel_scope.cancel()
-                            _log.info(
-                                "approval.decided",
-                                id=kept.id,
-                                approved=kept.approved,
-                                by=kept.decided_by,
-                            )
-                            return kept
-            _log.info("approval.timed_out", id=approval.id, tool=approval.tool)
-            raise ApprovalTimedOut(f"nobody decided approval {approval.id} by its deadline")
+                            break  # forgotten by another process (past its deadline there)
+                    tasks.cancel_scope.cancel()
         finally:
             del self._waiting[approval.id]
-            with anyio.move_on_after(5.0, shield=True):
-                await self.store.remove(approval.id)
+        with anyio.move_on_after(STORE_TIMEOUT, shield=True):
+            await self.store.remove(approval.id)
+        if kept is None or kept.approved is None:
+            _log.info("approval.timed_out", id=approval.id, tool=approval.tool)
+            raise ApprovalTimedOut(f"nobody decided approval {approval.id} by its deadline")
+        _log.info("approval.decided", id=kept.id, approved=kept.approved, by=kept.decided_by)
+        return kept
 
     async def _announced(self, approval: PendingApproval) -> None:
         try:
