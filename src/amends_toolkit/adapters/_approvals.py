@@ -46,6 +46,7 @@ import attrs
 
 from amends_toolkit._errors import ApprovalRequired, ApprovalTimedOut
 from amends_toolkit._log import get_logger
+from amends_toolkit._options import check_counts, check_optional_seconds, check_seconds
 from amends_toolkit._peer import MAX_SHOWN, shown
 
 if TYPE_CHECKING:
@@ -439,9 +440,9 @@ class Approvals:
         poll_interval: float | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
-        _check_positive(approval_timeout, "approval_timeout")
-        _check_count(max_pending, "max_pending")
-        _check_count(max_pending_per_caller, "max_pending_per_caller")
+        check_seconds(approval_timeout=approval_timeout)
+        check_optional_seconds(poll_interval=poll_interval)
+        check_counts(max_pending=max_pending, max_pending_per_caller=max_pending_per_caller)
         self.store: ApprovalStore = MemoryApprovalStore() if store is None else store
         self.approval_timeout = approval_timeout
         self._announce = announce
@@ -449,8 +450,6 @@ class Approvals:
         self._max_per_caller = max_pending_per_caller
         if poll_interval is None and not isinstance(self.store, MemoryApprovalStore):
             poll_interval = POLL_INTERVAL
-        if poll_interval is not None:
-            _check_positive(poll_interval, "poll_interval")
         self._poll = poll_interval
         self._clock = clock
         # The approvals a call of this process waits on, each with the event its decision sets.
@@ -626,13 +625,3 @@ class Approvals:
 def _kept(name: str | None) -> str | None:
     """A name as a pending approval keeps it: shown safe, cut to :data:`MAX_NAME_KEPT`."""
     return None if name is None else shown(name, limit=MAX_NAME_KEPT)
-
-
-def _check_positive(value: float, name: str) -> None:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
-        raise ValueError(f"{name} must be a positive number of seconds, not {value!r}")
-
-
-def _check_count(value: int, name: str) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name} must be a whole number from 1, not {value!r}")
