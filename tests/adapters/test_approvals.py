@@ -186,17 +186,18 @@ async def test_a_flood_from_one_caller_is_bounded_and_other_callers_are_still_as
         except at.ApprovalRequired as error:
             await sent.send((caller, error.message))
 
-    async with sent, refused, anyio.create_task_group() as tasks:
-        for n in range(50):
-            tasks.start_soon(call, "key:flood", n)
-        flood = [await refused.receive() for _ in range(47)]
-        tasks.start_soon(call, "key:other", 0)
-        tasks.start_soon(call, "key:third", 0)
-        announced = [await pending_one(approvals) for _ in range(5)]
-        tasks.start_soon(call, "key:fourth", 0)  # past max_pending
-        fourth = await refused.receive()
-        pending = await approvals.pending()
-        tasks.cancel_scope.cancel()
+    with anyio.fail_after(10):  # a bound that does not hold leaves the test waiting
+        async with sent, refused, anyio.create_task_group() as tasks:
+            for n in range(50):
+                tasks.start_soon(call, "key:flood", n)
+            flood = [await refused.receive() for _ in range(47)]
+            tasks.start_soon(call, "key:other", 0)
+            tasks.start_soon(call, "key:third", 0)
+            announced = [await pending_one(approvals) for _ in range(5)]
+            tasks.start_soon(call, "key:fourth", 0)  # past max_pending
+            fourth = await refused.receive()
+            pending = await approvals.pending()
+            tasks.cancel_scope.cancel()
     assert {caller for caller, _ in flood} == {"key:flood"}
     assert fourth[0] == "key:fourth"
     assert {message for _, message in [*flood, fourth]} == {
@@ -324,7 +325,8 @@ async def test_a_pending_approval_of_a_call_gone_in_a_restart_decides_its_next_s
         assert source.calls == [("write", {"id": 1})]
         # Used once: the same call again is asked anew.
         tasks.start_soon(session.call, "db__write", {"id": 1})
-        again = await pending_one(approvals)
+        with anyio.fail_after(10):
+            again = await pending_one(approvals)
         assert again.id != asked.id
         tasks.cancel_scope.cancel()
     assert source.calls == [("write", {"id": 1})]
@@ -375,6 +377,18 @@ async def test_a_decision_another_process_stores_reaches_the_waiting_call(tmp_pa
     assert [(d.approved, d.decided_by) for d in decided] == [(True, "approver key:ops")]
     here.close()
     there.close()
+
+
+async def test_an_approval_past_its_deadline_cannot_be_decided() -> None:
+    now = [1_000.0]
+    approvals = Watched(approval_timeout=60.0, clock=lambda: now[0])
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(approvals.request, "t", {})
+        pending = await pending_one(approvals)
+        now[0] += 60.0
+        with pytest.raises(UnknownApproval):
+            await approvals.decide(pending.id, approve=True, by="alice")
+        tasks.cancel_scope.cancel()
 
 
 def test_bad_options_are_refused_naming_the_option() -> None:

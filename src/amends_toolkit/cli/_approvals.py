@@ -48,7 +48,7 @@ from amends_toolkit.cli._profiles import matches
 from amends_toolkit.cli._terminal import approval_question, ask
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import AsyncIterator, Sequence
 
     from starlette.requests import Request
     from starlette.responses import Response
@@ -69,10 +69,11 @@ _ID: Final = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
 
 class GatewayApprovals:
-    """The approvals of one gateway: each profile's rule, the pending approvals, the routes.
+    """The approvals of one gateway: each profile's rule, the pending approvals (once
+    :meth:`open`), the routes.
 
     Raises:
-        ConfigError: ``[approval] store`` cannot be opened, or the webhook's variable is unset.
+        ConfigError: the webhook's variable is unset, or holds no http(s) URL.
     """
 
     def __init__(
@@ -83,13 +84,26 @@ class GatewayApprovals:
         self.terminal = terminal
         self._ask_lock = anyio.Lock()
         self._webhook = _expanded(config, config.approval_webhook)
-        # One client for every announcement (never one per call), closed with the gateway.
-        self._client = (
-            None
-            if self._webhook is None
-            else httpx.AsyncClient(timeout=webhook_timeout, follow_redirects=False)
-        )
+        self._webhook_timeout = webhook_timeout
+        self._config = config
+        self._client: httpx.AsyncClient | None = None
         self._store: SQLiteApprovalStore | None = None
+        self._approvals: Approvals | None = None
+
+    @property
+    def approvals(self) -> Approvals:
+        """The pending approvals, once :meth:`open`."""
+        assert self._approvals is not None, "GatewayApprovals.open() first"
+        return self._approvals
+
+    @contextlib.asynccontextmanager
+    async def open(self) -> AsyncIterator[Approvals]:
+        """Open the store and the webhook's client for the gateway's life; close them after.
+
+        Raises:
+            ConfigError: ``[approval] store`` cannot be opened as a SQLite file of approvals.
+        """
+        config = self._config
         if config.approval_store is not None:
             try:
                 self._store = SQLiteApprovalStore(config.approval_store)
@@ -98,19 +112,24 @@ class GatewayApprovals:
                     f"{config.path}: [approval] store {str(config.approval_store)!r} cannot be "
                     f"used as a SQLite file of approvals ({error})"
                 ) from None
-        self.approvals = Approvals(
+        self._approvals = Approvals(
             store=self._store,
             announce=self._announce,
             max_pending=config.approval_max_pending,
             max_pending_per_caller=config.approval_max_pending_per_caller,
         )
-
-    async def aclose(self) -> None:
-        """Close the webhook's client and the store."""
-        if self._client is not None:
-            await self._client.aclose()
-        if self._store is not None:
-            self._store.close()
+        try:
+            # One client for every announcement (never one per call).
+            async with contextlib.AsyncExitStack() as stack:
+                if self._webhook is not None:
+                    self._client = await stack.enter_async_context(
+                        httpx.AsyncClient(timeout=self._webhook_timeout, follow_redirects=False)
+                    )
+                yield self._approvals
+        finally:
+            self._client = None
+            if self._store is not None:
+                self._store.close()
 
     def rule(self, profile: str) -> ApprovalConfig:
         """How the calls of ``profile`` are approved."""

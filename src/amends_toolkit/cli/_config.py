@@ -862,9 +862,11 @@ class _Reader:
         if (
             not isinstance(path, str)
             or not path.startswith("/")
-            or path in ("/healthz", "/metrics")
+            or path in ("/healthz", "/metrics", "/approvals")
         ):
-            raise fail("path must begin with '/' and not be /healthz or /metrics", "path")
+            raise fail(
+                "path must begin with '/' and not be /healthz, /metrics or /approvals", "path"
+            )
         options["path"] = path
         presentation = raw.get("presentation", "tools")
         if presentation not in PRESENTATIONS:

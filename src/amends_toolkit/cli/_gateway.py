@@ -269,7 +269,7 @@ class Gateway:
             received = stack.enter_context(
                 anyio.open_signal_receiver(signal.SIGHUP, signal.SIGINT, signal.SIGTERM)
             )
-            stack.push_async_callback(self.approval.aclose)
+            await stack.enter_async_context(self.approval.open())
             runtime = await stack.enter_async_context(Runtime())
             for source_config in self.config.sources:
                 built = await build_source(source_config, stack, on_list_changed=self.want_refresh)
