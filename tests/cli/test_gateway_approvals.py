@@ -465,3 +465,28 @@ async def test_a_pending_approval_survives_a_restart_with_the_sqlite_store(
             )
         finally:
             second.stop()
+
+
+async def test_with_a_terminal_gone_nobody_decides_and_by_caller_never_asks_the_terminal(
+    tmp_path: Path,
+) -> None:
+    # --approve-on-terminal under a service manager: no terminal to ask. A question there
+    # decides nothing (the call times out, never "denied"); by = "caller" does not ask it.
+    with servers() as (upstream, upstream_port, _, webhook_port):
+        path = config(tmp_path, upstream_port, webhook_port)
+        gateway = GatewayProcess(path, "--approve-on-terminal", env=ENV)
+        try:
+            url = await anyio.to_thread.run_sync(gateway.wait_ready)
+            with anyio.fail_after(30):
+                async with keyed(url, KEYS["hasty"], "legacy") as client:
+                    waited = await client.call_tool("tasks__delete_task", {"task_id": 51})
+                async with keyed(url, KEYS["direct"], "legacy") as client:
+                    direct = await client.call_tool("tasks__delete_task", {"task_id": 52})
+        finally:
+            gateway.stop()
+    assert "nobody decided in time" in text(waited)
+    assert "nobody could be asked" in text(direct)
+    assert upstream.deleted == []
+    assert audit(gateway, "hasty") == [("unapproved", "ApprovalTimedOut")]
+    assert audit(gateway, "direct") == [("unapproved", "ApprovalRequired")]
+    assert any("(no terminal: not asked)" in line for line in gateway.lines)
