@@ -30,6 +30,7 @@ from collections.abc import Mapping
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, Final, NamedTuple, TypeAlias, cast
 
+import anyio
 import mcp_types as types
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
@@ -51,8 +52,15 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from amends_toolkit._content import content_parts
+from amends_toolkit._errors import ApprovalRequired
 from amends_toolkit._log import get_logger
-from amends_toolkit._peer import cut
+from amends_toolkit._peer import cut, shown
+from amends_toolkit.adapters._asking import (
+    APPROVAL_STATE_TTL,
+    ApprovalStates,
+    StateRefused,
+    asking_client,
+)
 from amends_toolkit.adapters._callers import CALLER_SCOPE_KEY, Authenticator, Refused, caller_of
 from amends_toolkit.adapters._mcp_server import LIST_PAGE_SIZE, MAX_SESSIONS, SESSION_IDLE_TIMEOUT
 from amends_toolkit.runtime import Member, Session, Toolkit
@@ -130,6 +138,8 @@ class ToolkitServer:
         members: Iterable[Member] = (),
         page_size: int = LIST_PAGE_SIZE,
         select: Select | None = None,
+        approval_key: bytes | None = None,
+        approval_ttl: float = APPROVAL_STATE_TTL,
     ) -> None:
         if isinstance(toolkit, Mapping):
             if select is None:
@@ -151,6 +161,7 @@ class ToolkitServer:
         self._timeout = timeout
         self._page_size = page_size
         self._select: Select = (lambda caller: _ONE) if select is None else select
+        self._states = ApprovalStates(key=approval_key, ttl=approval_ttl)
         self._served = self._serve_all(toolkits)
         # Refuse a bad timeout now, not at the first call.
         Session(_NOTHING.toolkit, approve=self._approve, on_error=on_error, timeout=timeout)
@@ -364,13 +375,30 @@ class ToolkitServer:
 
     async def _call_tool(
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
-    ) -> types.CallToolResult:
-        toolkit = self._selected(ctx).toolkit
+    ) -> types.CallToolResult | types.InputRequiredResult:
+        served = self._selected(ctx)
+        toolkit = served.toolkit
         if params.name not in toolkit:
             # A protocol error, as the spec asks for a tool the server does not have; the
             # client's name is echoed cut, as any text from outside is.
             raise MCPError(code=types.INVALID_PARAMS, message=f"Unknown tool: {cut(params.name)}")
         arguments: JsonValue = {} if params.arguments is None else params.arguments
+        request = cast("Request | None", ctx.request)
+        caller = "" if request is None else _peer(request.scope)
+        again = params.request_state is not None
+        answer: bool | None = None
+        if again:
+            # A call sent again with a person's answer (2026-07-28): its state is checked before
+            # anything of the call runs, and taken once.
+            try:
+                self._states.open(
+                    params.request_state, tool=params.name, input=arguments, caller=caller
+                )
+            except StateRefused as refused:
+                _log.info("mcp_server.approval_state_refused", tool=cut(params.name))
+                raise MCPError(code=types.INVALID_PARAMS, message=str(refused)) from None
+            answer = _decision(params.input_responses)
+        asker = _Asker(ctx, toolkit, params.name, arguments, answer=answer, again=again)
         # Progress is relayed only to a client that asked for it with a token.
         asked = ctx.meta is not None and ctx.meta.get("progress_token") is not None
 
@@ -379,15 +407,143 @@ class ToolkitServer:
 
         # A session per call: approval, on_error and timeout behave as in a harness, and a call
         # the client cancels is cancelled alone.
-        async with Session(
-            toolkit,
-            approve=self._approve,
-            on_error=self._on_error,
-            timeout=self._timeout,
-            on_progress=relay if asked else None,
-        ) as session:
-            result = await session.invoke(params.name, arguments)
+        with asking_client(asker):
+            async with Session(
+                toolkit,
+                approve=self._approve,
+                on_error=self._on_error,
+                timeout=self._timeout,
+                on_progress=relay if asked else None,
+            ) as session:
+                result = await session.invoke(params.name, arguments)
+        if asker.question is not None:
+            # The tool did not run: the client asks its person, and sends the call again.
+            return types.InputRequiredResult(
+                input_requests={_QUESTION: asker.question},
+                request_state=self._states.seal(tool=params.name, input=arguments, caller=caller),
+            )
         return _answer(result)
+
+
+_QUESTION: Final = "approval"
+"""The key of the approval question in an ``input_required`` result, and of its answer."""
+_DECISION: Final = "decision"
+"""The form's one field: ``"approve"`` or ``"deny"``."""
+_FORM: Final[dict[str, Any]] = {
+    "type": "object",
+    "properties": {
+        _DECISION: {
+            "type": "string",
+            "title": "Decision",
+            "description": "Approve runs the tool with this input; deny does not.",
+            "enum": ["approve", "deny"],
+            "enumNames": ["Approve", "Deny"],
+        }
+    },
+    "required": [_DECISION],
+}
+
+
+class _Asked(ApprovalRequired):
+    """The question is put to a 2026-07-28 client as an ``input_required`` result: the call
+    ends here, unrun, and its client sends it again with the answer."""
+
+
+class _Asker:
+    """How one ``tools/call`` asks its client (a :class:`~amends_toolkit.adapters._asking.
+    ClientAsker`): ``elicitation/create`` in a session; in 2026-07-28 the question it leaves in
+    ``question``, or the answer the call was sent again with."""
+
+    def __init__(
+        self,
+        ctx: ServerRequestContext[Any],
+        toolkit: Toolkit,
+        called: str,
+        arguments: JsonValue,
+        *,
+        answer: bool | None,
+        again: bool,
+    ) -> None:
+        self._ctx = ctx
+        self._toolkit = toolkit
+        self._called = called
+        self._arguments = arguments
+        self._answer = answer
+        self._again = again
+        self._modern = ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
+        self.question: types.ElicitRequest | None = None
+
+    def can_ask(self) -> bool:
+        capabilities = self._ctx.session.client_capabilities
+        elicitation = None if capabilities is None else capabilities.elicitation
+        # An empty elicitation capability is form mode (the 2025-06-18 spelling).
+        return elicitation is not None and (elicitation.form is not None or elicitation.url is None)
+
+    async def ask(self, name: str, input: JsonObject) -> bool:
+        message = self._message(name, input)
+        if self._modern:
+            if name != self._called or input != self._arguments:
+                raise ApprovalRequired(
+                    "a 2026-07-28 client answers a question by sending its call again, and a"
+                    " call from code in the middle of a run cannot be sent again"
+                )
+            if self._again:
+                answer, self._answer, self._again = self._answer, None, False  # one answer
+                if answer is None:
+                    raise ApprovalRequired("the client's answer is not the form's: approve or deny")
+                return answer
+            self.question = types.ElicitRequest(
+                params=types.ElicitRequestFormParams(message=message, requested_schema=_FORM)
+            )
+            raise _Asked("the client is asked: the call is answered input_required")
+        try:
+            result = await self._ctx.session.elicit_form(
+                message, _FORM, related_request_id=self._ctx.request_id
+            )
+        except (
+            MCPError,  # the client's error answer, or no channel to send the question on
+            ValidationError,
+            anyio.ClosedResourceError,
+            anyio.BrokenResourceError,
+            anyio.EndOfStream,
+        ) as error:
+            raise ApprovalRequired(f"the client could not be asked: {type(error).__name__}") from None
+        decided = _decided(result)
+        if decided is None:
+            raise ApprovalRequired("the client's answer is not the form's: approve or deny")
+        return decided
+
+    def _message(self, name: str, input: JsonObject) -> str:
+        if name in self._toolkit:
+            source = self._toolkit.entry(name).source_name
+        else:  # a call from code: the tool is the presented toolkit's, not the front's
+            source = f"called from code, in {self._called}"
+        return (
+            "A tool call needs your approval.\n"
+            f"Tool: {shown(name, limit=MAX_NAME_SHOWN)}\n"
+            f"Source: {shown(source, limit=MAX_NAME_SHOWN)}\n"
+            f"Input: {shown(json.dumps(input, ensure_ascii=False))}"
+        )
+
+
+MAX_NAME_SHOWN: Final = 200
+"""The most characters of a tool's or a source's name an approval form shows."""
+
+
+def _decided(result: types.ElicitResult) -> bool | None:
+    """A person's decision in a form's answer: accepted with approve (True) or deny (False),
+    declined or dismissed (False: they saw the question, and did not approve); ``None`` for an
+    answer that is not the form's."""
+    if result.action != "accept":
+        return False
+    decision = (result.content or {}).get(_DECISION)
+    return {"approve": True, "deny": False}.get(decision) if isinstance(decision, str) else None
+
+
+def _decision(responses: types.InputResponses | None) -> bool | None:
+    """The decision a call sent again carries (``None``: none that is the form's)."""
+    response = None if responses is None else responses.get(_QUESTION)
+    return _decided(response) if isinstance(response, types.ElicitResult) else None
 
 
 _MAX_CURSOR: Final = 12
