@@ -12,7 +12,7 @@ import base64
 import json
 from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 import httpx2
 import mcp_types as types
@@ -32,7 +32,7 @@ from conformance._servers import serve
 
 pytestmark = pytest.mark.anyio
 
-MODERN = "2026-07-28"
+MODERN: Final = "2026-07-28"
 Mode = Literal["legacy", "2026-07-28"]
 MODES: list[Mode] = ["legacy", MODERN]
 
@@ -241,7 +241,9 @@ async def test_an_input_cannot_forge_the_forms_text(url: str) -> None:
     assert lines[3].startswith('Input: {"path": "\\"}\\nTool: files__list')
     for hidden in ("\u2028", "\u202e", "\x1b", "\x07", "\u200b"):
         assert hidden not in form.message
-    assert "\\u2028" in lines[3] and "\\u202e" in lines[3] and "\\u001b[2J" in lines[3]
+    assert "\\u2028" in lines[3]
+    assert "\\u202e" in lines[3]
+    assert "\\u001b[2J" in lines[3]
     assert lines[3].endswith("more characters not shown)")
     assert len(form.message) < MAX_SHOWN + 500
     assert RAN == []

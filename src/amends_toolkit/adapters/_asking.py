@@ -171,8 +171,10 @@ class ApprovalStates:
     ) -> None:
         if key is not None and (not isinstance(key, bytes) or len(key) < 32):
             raise ValueError("the approval state key must be 32 bytes or more of secret randomness")
-        if isinstance(ttl, bool) or not isinstance(ttl, int | float) or not (
-            ttl > 0 and math.isfinite(ttl)
+        if (
+            isinstance(ttl, bool)
+            or not isinstance(ttl, int | float)
+            or not (ttl > 0 and math.isfinite(ttl))
         ):
             raise ValueError(f"approval_ttl must be a positive number of seconds, not {ttl!r}")
         if isinstance(max_used, bool) or not isinstance(max_used, int) or max_used < 1:
@@ -244,7 +246,9 @@ class ApprovalStates:
                 del self._used[nonce]
 
     def _sign(self, payload: bytes) -> bytes:
-        return hmac.new(self._key, b"amends-toolkit/approval-state/v1\n" + payload, "sha256").digest()
+        return hmac.new(
+            self._key, b"amends-toolkit/approval-state/v1\n" + payload, "sha256"
+        ).digest()
 
 
 def _caller_digest(caller: str) -> str:

@@ -507,7 +507,9 @@ class _Asker:
             anyio.BrokenResourceError,
             anyio.EndOfStream,
         ) as error:
-            raise ApprovalRequired(f"the client could not be asked: {type(error).__name__}") from None
+            raise ApprovalRequired(
+                f"the client could not be asked: {type(error).__name__}"
+            ) from None
         decided = _decided(result)
         if decided is None:
             raise ApprovalRequired("the client's answer is not the form's: approve or deny")

@@ -18,6 +18,7 @@ The keys are binding (hosts rely on them)::
     port = 8765
     path = "/mcp"
     presentation = "tools"      # or "search", "code"
+    code_approval = "split"     # code: a tool that needs approval beside execute, or "ask" in code
     allowed_hosts = ["gw.example.com"]        # Host values a proxy in front forwards
     allowed_origins = ["https://app.example.com"]
     metrics_key = "${METRICS_KEY}"            # /metrics only with Authorization: Bearer <it>
@@ -108,6 +109,7 @@ _SERVE_KEYS: Final = frozenset(
         "port",
         "path",
         "presentation",
+        "code_approval",
         "refresh_interval",
         "grace",
         "call_timeout",
@@ -214,6 +216,10 @@ class ServeConfig:
     port: int = 8765
     path: str = "/mcp"
     presentation: Presentation = "tools"
+    code_approval: Literal["split", "ask"] = "split"
+    """Where code mode puts a tool that needs approval: beside ``execute`` (``"split"``), or
+    declared to the code (``"ask"``), each call of it from code asking as a direct call does
+    (the client that called, first)."""
     refresh_interval: float | None = None
     """Seconds between catalog refreshes; none when not given (SIGHUP and list_changed still)."""
     grace: float = 10.0
@@ -710,6 +716,10 @@ class _Reader:
         if presentation not in PRESENTATIONS:
             raise fail('presentation must be "tools", "search" or "code"', "presentation")
         options["presentation"] = presentation
+        code_approval = raw.get("code_approval", "split")
+        if code_approval not in ("split", "ask"):
+            raise fail('code_approval must be "split" or "ask"', "code_approval")
+        options["code_approval"] = code_approval
         for key in (
             "refresh_interval",
             "grace",
