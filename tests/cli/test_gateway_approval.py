@@ -233,11 +233,12 @@ return done
 """
 
 
-async def test_code_mode_asks_by_elicitation_in_the_middle_of_a_run_and_resumes(
-    coding: GatewayProcess,
+@pytest.mark.parametrize("mode", MODES)
+async def test_code_mode_pauses_asks_the_client_and_resumes(
+    coding: GatewayProcess, mode: Mode
 ) -> None:
     person = Person(APPROVE)
-    async with client(coding, "legacy", person) as sdk:
+    async with client(coding, mode, person) as sdk:
         listed = await sdk.list_tools()
         result = await sdk.call_tool("execute", {"code": CODE})
     assert [tool.name for tool in listed.tools] == ["execute"]
@@ -249,18 +250,50 @@ async def test_code_mode_asks_by_elicitation_in_the_middle_of_a_run_and_resumes(
     assert DELETED == ["old.log", "keep.txt"]
     assert len(person.forms) == 2
     assert "Tool: files__delete\nSource: called from code, in execute\n" in person.forms[0]
+    assert 'Input: {"path": "keep.txt"}' in person.forms[1]
 
 
-async def test_code_mode_in_2026_07_28_reads_that_a_call_from_code_cannot_be_asked(
-    coding: GatewayProcess,
-) -> None:
+@pytest.mark.parametrize("mode", MODES)
+async def test_code_mode_reads_a_denial_and_goes_on(coding: GatewayProcess, mode: Mode) -> None:
     code = (
         "try:\n"
-        '    return await tools.files__delete({"path": "old.log"})\n'
+        '    await tools.files__delete({"path": "old.log"})\n'
         "except ToolError as error:\n"
         '    return str(error).split(":")[0]'
     )
-    async with client(coding, MODERN, Person(APPROVE)) as sdk:
+    async with client(coding, mode, Person(DENY)) as sdk:
         result = await sdk.call_tool("execute", {"code": code})
-    assert json.loads(text(result))["result"] == at.ApprovalRequired.__name__
+    assert json.loads(text(result))["result"] == "ApprovalDenied"
     assert DELETED == []
+
+
+async def test_a_paused_runs_state_is_answered_once(coding: GatewayProcess) -> None:
+    async with client(coding, MODERN, Person(APPROVE)) as sdk:
+        first = await sdk.session.call_tool("execute", {"code": CODE}, allow_input_required=True)
+        assert isinstance(first, types.InputRequiredResult)
+        assert first.request_state is not None
+        second = await sdk.session.call_tool(
+            "execute",
+            {"code": CODE},
+            input_responses={"approval": APPROVE},
+            request_state=first.request_state,
+            allow_input_required=True,
+        )
+        assert isinstance(second, types.InputRequiredResult)  # the second file's question
+        with pytest.raises(MCPError, match="answered already"):
+            await sdk.session.call_tool(
+                "execute",
+                {"code": CODE},
+                input_responses={"approval": APPROVE},
+                request_state=first.request_state,
+                allow_input_required=True,
+            )
+        with pytest.raises(MCPError, match="another call"):
+            await sdk.session.call_tool(
+                "execute",
+                {"code": "return 1"},
+                input_responses={"approval": APPROVE},
+                request_state=second.request_state,
+                allow_input_required=True,
+            )
+    assert DELETED == ["old.log"]

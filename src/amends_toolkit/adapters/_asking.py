@@ -185,8 +185,9 @@ class ApprovalStates:
         self._clock = clock
         self._used: dict[str, float] = {}  # nonce -> expiry, in the order they were used
 
-    def seal(self, *, tool: str, input: JsonValue, caller: str) -> str:
-        """A new state for a question about this call of this caller."""
+    def seal(self, *, tool: str, input: JsonValue, caller: str, run: str | None = None) -> str:
+        """A new state for a question about this call of this caller; ``run`` names the paused
+        run that waits for the answer (code mode), if one does."""
         payload = json.dumps(
             {
                 "t": tool,
@@ -194,14 +195,16 @@ class ApprovalStates:
                 "c": _caller_digest(caller),
                 "e": math.ceil(self._clock() + self.ttl),
                 "n": secrets.token_hex(16),
+                "r": run,
             },
             separators=(",", ":"),
             ensure_ascii=True,
         ).encode()
         return _b64(payload) + "." + _b64(self._sign(payload))
 
-    def open(self, state: object, *, tool: str, input: JsonValue, caller: str) -> None:
-        """Take a state sent back with an answer, for this call of this caller: once.
+    def open(self, state: object, *, tool: str, input: JsonValue, caller: str) -> str | None:
+        """Take a state sent back with an answer, for this call of this caller: once. Gives
+        the paused run the answer is for (``seal``'s ``run``).
 
         Raises:
             StateRefused: The state is no string, too long, not one this front signed (edited),
@@ -234,6 +237,8 @@ class ApprovalStates:
         if len(self._used) >= self._max_used:
             raise StateRefused("Too many approvals were answered lately: call again later.")
         self._used[nonce] = claims["e"]
+        run: str | None = claims["r"]
+        return run
 
     def _forget(self, now: float) -> None:
         # The first used mostly expire first (states are answered soon after they are made):

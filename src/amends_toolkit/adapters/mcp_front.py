@@ -23,8 +23,10 @@ one a caller is served (the gateway's profiles)::
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
+import secrets
 from collections import Counter
 from collections.abc import Mapping
 from contextvars import ContextVar
@@ -66,7 +68,7 @@ from amends_toolkit.adapters._mcp_server import LIST_PAGE_SIZE, MAX_SESSIONS, SE
 from amends_toolkit.runtime import Member, Session, Toolkit
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable, Sequence
+    from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 
     from mcp.server.auth.middleware.bearer_auth import AuthorizationContext
     from mcp.server.context import ServerRequestContext
@@ -162,6 +164,7 @@ class ToolkitServer:
         self._page_size = page_size
         self._select: Select = (lambda caller: _ONE) if select is None else select
         self._states = ApprovalStates(key=approval_key, ttl=approval_ttl)
+        self._parking: _Parking | None = None
         self._served = self._serve_all(toolkits)
         # Refuse a bad timeout now, not at the first call.
         Session(_NOTHING.toolkit, approve=self._approve, on_error=on_error, timeout=timeout)
@@ -261,13 +264,23 @@ class ToolkitServer:
                 Route(path, endpoint=StreamableHTTPASGIApp(sessions)),
                 *(() if authenticator is None else authenticator.routes()),
             ],
-            lifespan=lambda app: sessions.run(),
+            lifespan=lambda app: self._lifespan(sessions),
         )
         app.add_middleware(_Admitted, path=path, authenticator=authenticator, select=self._select)
         # The SDK checks at its endpoint alone; the same settings guard every route.
         if transport_security is not None and transport_security.enable_dns_rebinding_protection:
             app.add_middleware(_HostChecked, check=TransportSecurityMiddleware(transport_security))
         return app
+
+    @contextlib.asynccontextmanager
+    async def _lifespan(self, sessions: _Sessions) -> AsyncIterator[None]:
+        async with sessions.run(), anyio.create_task_group() as group:
+            self._parking = _Parking(group)
+            try:
+                yield
+            finally:
+                self._parking = None
+                group.cancel_scope.cancel()  # paused runs end with the app
 
     async def run_stdio(self) -> None:
         """Serve one client over the process's stdin and stdout until stdin closes.
@@ -384,45 +397,213 @@ class ToolkitServer:
             raise MCPError(code=types.INVALID_PARAMS, message=f"Unknown tool: {cut(params.name)}")
         arguments: JsonValue = {} if params.arguments is None else params.arguments
         request = cast("Request | None", ctx.request)
-        caller = "" if request is None else _peer(request.scope)
+        call = _Called(params.name, arguments, "" if request is None else _peer(request.scope))
         again = params.request_state is not None
         answer: bool | None = None
         if again:
             # A call sent again with a person's answer (2026-07-28): its state is checked before
             # anything of the call runs, and taken once.
             try:
-                self._states.open(
-                    params.request_state, tool=params.name, input=arguments, caller=caller
+                paused = self._states.open(
+                    params.request_state, tool=call.name, input=arguments, caller=call.caller
                 )
             except StateRefused as refused:
                 _log.info("mcp_server.approval_state_refused", tool=cut(params.name))
                 raise MCPError(code=types.INVALID_PARAMS, message=str(refused)) from None
             answer = _decision(params.input_responses)
-        asker = _Asker(ctx, toolkit, params.name, arguments, answer=answer, again=again)
-        # Progress is relayed only to a client that asked for it with a token.
+            _log.info("mcp_server.client_answered", tool=call.name, approved=answer)
+            if paused is not None:
+                return await self._resume(paused, answer, call)
+        asker = _Asker(ctx, toolkit, call.name, arguments, answer=answer, again=again)
+        # Progress is relayed only to a client that asked for it with a token, and only while
+        # its request is open: not by a run that may outlive it (a paused one).
         asked = ctx.meta is not None and ctx.meta.get("progress_token") is not None
+        parking = self._parking
+        parks = asker.modern and parking is not None and asker.can_ask()
 
         async def relay(name: str, progress: Progress) -> None:
             await ctx.session.report_progress(progress.progress, progress.total, progress.message)
 
-        # A session per call: approval, on_error and timeout behave as in a harness, and a call
-        # the client cancels is cancelled alone.
-        with asking_client(asker):
-            async with Session(
-                toolkit,
-                approve=self._approve,
-                on_error=self._on_error,
-                timeout=self._timeout,
-                on_progress=relay if asked else None,
-            ) as session:
-                result = await session.invoke(params.name, arguments)
+        async def invoke() -> ToolResult:
+            # A session per call: approval, on_error and timeout behave as in a harness, and a
+            # call the client cancels is cancelled alone.
+            with asking_client(asker):
+                async with Session(
+                    toolkit,
+                    approve=self._approve,
+                    on_error=self._on_error,
+                    timeout=self._timeout,
+                    on_progress=relay if asked and not parks else None,
+                ) as session:
+                    result = await session.invoke(call.name, arguments)
+            return result
+
+        if not parks:
+            return self._finished(asker, await invoke(), call)
+        assert parking is not None
+        # In a run of its own, so that a call from code in the middle of it (code mode) can
+        # wait, paused, for an answer that comes in another request.
+        run = _Run(parking, ttl=self._states.ttl)
+        asker.run, run.asker = run, asker
+        parking.start(run, invoke)
+        return await self._follow(run, asker, call)
+
+    async def _resume(
+        self, paused: str, answer: bool | None, call: _Called
+    ) -> types.CallToolResult | types.InputRequiredResult:
+        run = None if self._parking is None else self._parking.take(paused)
+        if run is None:
+            raise MCPError(
+                code=types.INVALID_PARAMS,
+                message="The paused run this answers is gone: it waited longer than it may, or"
+                " another server holds it. Call the tool again.",
+            )
+        run.answer(answer)
+        assert run.asker is not None
+        return await self._follow(run, run.asker, call)
+
+    async def _follow(
+        self, run: _Run, asker: _Asker, call: _Called
+    ) -> types.CallToolResult | types.InputRequiredResult:
+        """What a run comes to next: its end, or a question for the client, while the run
+        waits (paused) for the call to come again with the answer."""
+        try:
+            step = await run.next()
+        except anyio.get_cancelled_exc_class():
+            run.scope.cancel()  # the client left before the run asked or ended: it ends too
+            raise
+        if isinstance(step, types.ElicitRequest):
+            return types.InputRequiredResult(
+                input_requests={_QUESTION: step},
+                request_state=self._states.seal(
+                    tool=call.name, input=call.arguments, caller=call.caller, run=run.park()
+                ),
+            )
+        if step is None:
+            raise MCPError(
+                code=types.INVALID_PARAMS,
+                message="The paused run this answers is gone: it waited longer than it may."
+                " Call the tool again.",
+            )
+        return self._finished(asker, step, call)
+
+    def _finished(
+        self, asker: _Asker, result: ToolResult, call: _Called
+    ) -> types.CallToolResult | types.InputRequiredResult:
         if asker.question is not None:
             # The tool did not run: the client asks its person, and sends the call again.
             return types.InputRequiredResult(
                 input_requests={_QUESTION: asker.question},
-                request_state=self._states.seal(tool=params.name, input=arguments, caller=caller),
+                request_state=self._states.seal(
+                    tool=call.name, input=call.arguments, caller=call.caller
+                ),
             )
         return _answer(result)
+
+
+class _Called(NamedTuple):
+    """The call a request makes, as a ``requestState`` binds it."""
+
+    name: str
+    arguments: JsonValue
+    caller: str
+
+
+MAX_PAUSED: Final = 1_000
+"""Runs (code mode's) that wait at once, paused, for a 2026-07-28 client to send its call again
+with a person's answer; each waits ``approval_ttl`` seconds at most, then ends. Past it, a call
+from code that needs approval reads ``ApprovalRequired`` and does not run."""
+
+
+class _Parking:
+    """The runs of 2026-07-28 calls whose client can be asked, in a task group of the app's
+    lifespan: a run may pause for an answer that comes in another request."""
+
+    def __init__(self, group: anyio.abc.TaskGroup, *, max_paused: int = MAX_PAUSED) -> None:
+        self._group = group
+        self._max_paused = max_paused
+        self.waiting = 0
+        self._paused: dict[str, _Run] = {}
+
+    @property
+    def full(self) -> bool:
+        return self.waiting >= self._max_paused
+
+    def start(self, run: _Run, invoke: Callable[[], Awaitable[ToolResult]]) -> None:
+        self._group.start_soon(run.main, invoke)
+
+    def park(self, run: _Run) -> str:
+        key = secrets.token_hex(16)
+        self._paused[key] = run
+        run.key = key
+        return key
+
+    def take(self, key: str) -> _Run | None:
+        return self._paused.pop(key, None)
+
+    def forget(self, run: _Run) -> None:
+        if run.key is not None:
+            self._paused.pop(run.key, None)
+
+
+class _Run:
+    """One call run apart (see :class:`_Parking`): it gives its questions and its end to
+    whichever request follows it, and takes the answers the client sends."""
+
+    def __init__(self, parking: _Parking, *, ttl: float) -> None:
+        self._parking = parking
+        self._ttl = ttl
+        self.scope = anyio.CancelScope()
+        self.key: str | None = None
+        self.asker: _Asker | None = None
+        # One question or one end at a time, and one answer: no buffer needs more than 1.
+        self._steps_in, self._steps = anyio.create_memory_object_stream[
+            "types.ElicitRequest | ToolResult"
+        ](1)
+        self._answers_in, self._answers = anyio.create_memory_object_stream["bool | None"](1)
+
+    async def main(self, invoke: Callable[[], Awaitable[ToolResult]]) -> None:
+        try:
+            with self._steps_in, self.scope:
+                result = await invoke()
+                self._steps_in.send_nowait(result)
+        finally:
+            self._parking.forget(self)
+            self._answers.close()
+
+    async def next(self) -> types.ElicitRequest | ToolResult | None:
+        """The run's next question, or its result; ``None`` once it ended without one."""
+        try:
+            return await self._steps.receive()
+        except anyio.EndOfStream:
+            return None
+
+    def park(self) -> str:
+        return self._parking.park(self)
+
+    def answer(self, answer: bool | None) -> None:
+        with contextlib.suppress(anyio.BrokenResourceError, anyio.WouldBlock):
+            self._answers_in.send_nowait(answer)
+
+    async def ask(self, question: types.ElicitRequest) -> bool:
+        """Put a question to the client and wait, paused, for its answer (``approval_ttl``
+        seconds at most: then the whole run ends, and nothing more of it runs)."""
+        if self._parking.full:
+            raise ApprovalRequired("too many paused runs wait for their clients' answers")
+        self._parking.waiting += 1
+        try:
+            self._steps_in.send_nowait(question)
+            with anyio.move_on_after(self._ttl):
+                answer = await self._answers.receive()
+                if answer is None:
+                    raise ApprovalRequired("the client's answer is not the form's: approve or deny")
+                return answer
+        finally:
+            self._parking.waiting -= 1
+        _log.info("mcp_server.paused_run_expired", ttl=self._ttl)
+        self.scope.cancel()
+        await anyio.lowlevel.checkpoint()  # cancelled here: the run goes no further
+        raise ApprovalRequired("the run ended: nobody answered in time")
 
 
 _QUESTION: Final = "approval"
@@ -470,8 +651,10 @@ class _Asker:
         self._arguments = arguments
         self._answer = answer
         self._again = again
-        self._modern = ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
+        self.modern = ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
         self.question: types.ElicitRequest | None = None
+        self.run: _Run | None = None
+        """The run this call runs in apart, which can wait for an answer (2026-07-28)."""
 
     def can_ask(self) -> bool:
         capabilities = self._ctx.session.client_capabilities
@@ -481,12 +664,15 @@ class _Asker:
 
     async def ask(self, name: str, input: JsonObject) -> bool:
         message = self._message(name, input)
-        if self._modern:
+        if self.modern:
             if name != self._called or input != self._arguments:
-                raise ApprovalRequired(
-                    "a 2026-07-28 client answers a question by sending its call again, and a"
-                    " call from code in the middle of a run cannot be sent again"
-                )
+                if self.run is None:
+                    raise ApprovalRequired(
+                        "a call from code in the middle of a run can wait for a 2026-07-28"
+                        " client's answer only in a front's app (streamable_http_app)"
+                    )
+                form = types.ElicitRequestFormParams(message=message, requested_schema=_FORM)
+                return await self.run.ask(types.ElicitRequest(params=form))
             if self._again:
                 answer, self._answer, self._again = self._answer, None, False  # one answer
                 if answer is None:
