@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, Final, Literal
 
+import anyio
 import httpx2
 import mcp_types as types
 import pytest
@@ -26,6 +27,7 @@ from starlette.requests import Request
 import amends_toolkit as at
 from amends_toolkit import JsonObject, JsonValue
 from amends_toolkit._peer import MAX_SHOWN
+from amends_toolkit.adapters import mcp_front
 from amends_toolkit.adapters._asking import MAX_STATE_LENGTH, ApprovalStates, StateRefused
 from amends_toolkit.runtime import Tool, ToolEntry, Toolkit
 from conformance._servers import serve
@@ -355,3 +357,86 @@ def test_outside_a_front_nobody_can_be_asked() -> None:
 async def test_outside_a_front_ask_client_raises_approval_required() -> None:
     with pytest.raises(at.ApprovalRequired, match="no MCP client"):
         await at.adapters.ask_client("files__delete", {})
+
+
+# Code mode in 2026-07-28: the run pauses, apart, until the call comes again with the answer.
+
+CODE = """
+try:
+    return await tools.files__delete({"path": "a.log"})
+except ToolError as error:
+    return str(error).split(":")[0]
+"""
+
+
+@asynccontextmanager
+async def code_front(ttl: float = 600.0) -> AsyncIterator[httpx2.AsyncClient]:
+    presented = at.code_mode(
+        Toolkit.from_entries([ToolEntry(tool=DELETE, handler=_delete)]),
+        at.InProcessRuntime(),
+        approval="ask",
+    )
+    front = at.adapters.mcp_server(
+        presented, name="code", approve=at.adapters.ask_client, approval_ttl=ttl
+    )
+    app = front.streamable_http_app(json_response=True, authenticator=_ByHeader())
+    async with (
+        app.router.lifespan_context(app),
+        httpx2.AsyncClient(
+            transport=httpx2.ASGITransport(app=app),
+            base_url="http://127.0.0.1:8000",
+            headers={"x-who": "ana"},
+        ) as http,
+    ):
+        yield http
+
+
+@asynccontextmanager
+async def modern(http: httpx2.AsyncClient, person: Person) -> AsyncIterator[Client]:
+    async with Client(
+        streamable_http_client("http://127.0.0.1:8000/mcp", http_client=http),
+        mode=MODERN,
+        elicitation_callback=person,
+    ) as sdk:
+        yield sdk
+
+
+async def test_a_run_from_code_pauses_and_resumes_with_the_clients_answer() -> None:
+    person = Person(APPROVE)
+    async with code_front() as http, modern(http, person) as sdk:
+        result = await sdk.call_tool("execute", {"code": CODE})
+    assert json.loads(text(result))["result"] == "deleted a.log"
+    assert RAN == [{"path": "a.log"}]
+    [form] = person.forms
+    assert "Source: called from code, in execute" in form.message
+
+
+@pytest.mark.virtual_clock
+async def test_a_paused_run_nobody_answers_ends_and_its_call_does_not_run() -> None:
+    async with code_front(ttl=60) as http, modern(http, Person(APPROVE)) as sdk:
+        first = await sdk.session.call_tool("execute", {"code": CODE}, allow_input_required=True)
+        assert isinstance(first, types.InputRequiredResult)
+        assert first.request_state is not None
+        await anyio.sleep(61)  # virtual: the run waited its 60 seconds, and ended
+        with pytest.raises(MCPError, match="paused run this answers is gone"):
+            await sdk.session.call_tool(
+                "execute",
+                {"code": CODE},
+                input_responses={"approval": APPROVE},
+                request_state=first.request_state,
+                allow_input_required=True,
+            )
+    assert RAN == []
+
+
+async def test_past_the_paused_runs_bound_a_call_from_code_reads_approval_required(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(mcp_front, "MAX_PAUSED", 1)
+    async with code_front() as http, modern(http, Person(APPROVE)) as sdk:
+        first = await sdk.session.call_tool("execute", {"code": CODE}, allow_input_required=True)
+        assert isinstance(first, types.InputRequiredResult)
+        second = await sdk.session.call_tool("execute", {"code": CODE}, allow_input_required=True)
+    assert isinstance(second, types.CallToolResult)
+    assert json.loads(text(second))["result"] == "ApprovalRequired"
+    assert RAN == []

@@ -519,9 +519,9 @@ class _Parking:
     """The runs of 2026-07-28 calls whose client can be asked, in a task group of the app's
     lifespan: a run may pause for an answer that comes in another request."""
 
-    def __init__(self, group: anyio.abc.TaskGroup, *, max_paused: int = MAX_PAUSED) -> None:
+    def __init__(self, group: anyio.abc.TaskGroup) -> None:
         self._group = group
-        self._max_paused = max_paused
+        self._max_paused = MAX_PAUSED
         self.waiting = 0
         self._paused: dict[str, _Run] = {}
 
@@ -548,7 +548,8 @@ class _Parking:
 
 class _Run:
     """One call run apart (see :class:`_Parking`): it gives its questions and its end to
-    whichever request follows it, and takes the answers the client sends."""
+    whichever request follows it, and takes the answers the client sends. It asks one question
+    at a time, and waits for its answer: a step (a question, or the result) is given once."""
 
     def __init__(self, parking: _Parking, *, ttl: float) -> None:
         self._parking = parking
@@ -556,34 +557,39 @@ class _Run:
         self.scope = anyio.CancelScope()
         self.key: str | None = None
         self.asker: _Asker | None = None
-        # One question or one end at a time, and one answer: no buffer needs more than 1.
-        self._steps_in, self._steps = anyio.create_memory_object_stream[
-            "types.ElicitRequest | ToolResult"
-        ](1)
-        self._answers_in, self._answers = anyio.create_memory_object_stream["bool | None"](1)
+        self._step: types.ElicitRequest | ToolResult | None = None
+        self._stepped = anyio.Event()
+        self._ended = False
+        self._answer: bool | None = None
+        self._answered = anyio.Event()
 
     async def main(self, invoke: Callable[[], Awaitable[ToolResult]]) -> None:
         try:
-            with self._steps_in, self.scope:
-                result = await invoke()
-                self._steps_in.send_nowait(result)
+            with self.scope:
+                self._give(await invoke())
         finally:
             self._parking.forget(self)
-            self._answers.close()
+            self._ended = True
+            self._stepped.set()  # a request that follows it learns that it ended
+
+    def _give(self, step: types.ElicitRequest | ToolResult) -> None:
+        self._step = step
+        self._stepped.set()
 
     async def next(self) -> types.ElicitRequest | ToolResult | None:
         """The run's next question, or its result; ``None`` once it ended without one."""
-        try:
-            return await self._steps.receive()
-        except anyio.EndOfStream:
-            return None
+        await self._stepped.wait()
+        step, self._step = self._step, None
+        if not self._ended:
+            self._stepped = anyio.Event()
+        return step
 
     def park(self) -> str:
         return self._parking.park(self)
 
     def answer(self, answer: bool | None) -> None:
-        with contextlib.suppress(anyio.BrokenResourceError, anyio.WouldBlock):
-            self._answers_in.send_nowait(answer)
+        self._answer = answer
+        self._answered.set()
 
     async def ask(self, question: types.ElicitRequest) -> bool:
         """Put a question to the client and wait, paused, for its answer (``approval_ttl``
@@ -592,12 +598,13 @@ class _Run:
             raise ApprovalRequired("too many paused runs wait for their clients' answers")
         self._parking.waiting += 1
         try:
-            self._steps_in.send_nowait(question)
+            self._give(question)
             with anyio.move_on_after(self._ttl):
-                answer = await self._answers.receive()
-                if answer is None:
+                await self._answered.wait()
+                self._answered = anyio.Event()
+                if self._answer is None:
                     raise ApprovalRequired("the client's answer is not the form's: approve or deny")
-                return answer
+                return self._answer
         finally:
             self._parking.waiting -= 1
         _log.info("mcp_server.paused_run_expired", ttl=self._ttl)
