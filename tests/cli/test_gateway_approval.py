@@ -217,9 +217,9 @@ async def test_a_replayed_or_edited_request_state_is_refused(gateway: GatewayPro
             await _again(sdk, state)
         except MCPError as error:
             refusals.append(error.error.message)
-    assert [r.split(":")[0].rstrip(".") for r in refusals] == [
-        "The requestState is not one this server gave",
-        "The requestState is not one this server gave",
+    assert [r.split(":")[0] for r in refusals] == [
+        "The requestState was changed",
+        "The requestState was changed",
         "The requestState was answered already",
     ]
     assert DELETED == ["a.log"]

@@ -220,7 +220,7 @@ class ApprovalStates:
         except ValueError:
             signed = False
         if not signed:
-            raise StateRefused("The requestState is not one this server gave: it was changed.")
+            raise StateRefused("The requestState was changed: it is not as this server gave it.")
         # Signed by this front, so its own JSON: no depth, no size to fear.
         claims = json.loads(payload)
         now = self._clock()
