@@ -20,7 +20,6 @@ from mcp import Client
 from mcp.client.session import ClientRequestContext
 from mcp.shared.exceptions import MCPError
 
-import amends_toolkit as at
 from conformance._servers import serve
 
 from .gateway import GatewayProcess, eventually
