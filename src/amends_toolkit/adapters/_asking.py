@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Final, Protocol
 import attrs
 
 from amends_toolkit._errors import ApprovalRequired
+from amends_toolkit._options import check_counts, check_seconds
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
@@ -171,14 +172,8 @@ class ApprovalStates:
     ) -> None:
         if key is not None and (not isinstance(key, bytes) or len(key) < 32):
             raise ValueError("the approval state key must be 32 bytes or more of secret randomness")
-        if (
-            isinstance(ttl, bool)
-            or not isinstance(ttl, int | float)
-            or not (ttl > 0 and math.isfinite(ttl))
-        ):
-            raise ValueError(f"approval_ttl must be a positive number of seconds, not {ttl!r}")
-        if isinstance(max_used, bool) or not isinstance(max_used, int) or max_used < 1:
-            raise ValueError(f"max_used must be a whole number from 1, not {max_used!r}")
+        check_seconds(approval_ttl=ttl)
+        check_counts(max_used=max_used)
         self._key = secrets.token_bytes(32) if key is None else key
         self.ttl = float(ttl)
         self._max_used = max_used

@@ -47,7 +47,7 @@ import math
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from types import MappingProxyType
-from typing import TypeAlias, cast
+from typing import Final, TypeAlias, cast
 
 import anyio
 import attrs
@@ -65,7 +65,7 @@ from amends_toolkit._errors import (
 )
 from amends_toolkit._json import JsonInput, JsonObject, JsonValue
 from amends_toolkit._log import get_logger
-from amends_toolkit.runtime._source import ToolSource, call_checked
+from amends_toolkit.runtime._source import ToolSource
 from amends_toolkit.runtime._validation import InputValidator, validator_for
 
 __all__ = (
@@ -108,6 +108,9 @@ is what a person decided; when no person decided, it raises a :class:`~amends_to
 
 OnError: TypeAlias = Callable[[str, ToolSourceError], Awaitable[None] | None]
 """The host's view of the error behind a failure, with the model-facing name of the tool."""
+
+SEPARATOR: Final = "__"
+"""What joins a source's name and its tool's in a model-facing name: ``<source>__<tool>``."""
 
 Ask: TypeAlias = Callable[[str, JsonObject], Awaitable[bool]]
 """How a running call asks a person about another call it makes: ``True`` when approved."""
@@ -237,8 +240,7 @@ class ToolEntry:
             return self._handler(input)
         if self._source is None or self.route is None:
             raise TypeError(f"the entry of {self.tool.name!r} has no handler, nor a routed source")
-        # Checked by check() (run_tool's), so the source need not walk it again.
-        return call_checked(self._source, self.route[1], input)
+        return self._source.call(self.route[1], input)
 
     def check(self, input: JsonValue) -> str | None:
         """``None`` when the input may go to the handler, else what is wrong, for the model."""
@@ -296,20 +298,6 @@ class ToolResult:
     def failed(cls, failure: Failure, error: ToolSourceError | None = None) -> ToolResult:
         """The result of a failed call."""
         return cls(value=failure.to_json(), failure=failure, error=error)
-
-
-_new = object.__new__
-_set = object.__setattr__
-
-
-def _answered(value: JsonValue) -> ToolResult:
-    """``ToolResult(value=value)``, made without the keyword call of its ``__init__`` (a third
-    of what the result of every call costs)."""
-    result = _new(ToolResult)
-    _set(result, "value", value)
-    _set(result, "failure", None)
-    _set(result, "error", None)
-    return result
 
 
 @attrs.frozen(kw_only=True)
@@ -455,7 +443,7 @@ class Toolkit:
         if self._hints is None:
             hints: dict[str, list[str]] = {}
             for tool in self._entries:
-                keys = {tool.lower(), tool.partition("__")[2].lower()}
+                keys = {tool.lower(), tool.partition(SEPARATOR)[2].lower()}
                 for key in keys - {""}:
                     hints.setdefault(key, []).append(tool)
             self._hints = hints
@@ -542,7 +530,7 @@ async def run_tool(
         return not_found(toolkit.hints(name) if isinstance(name, str) else [])
     # The host's input as the check reads it: the same object, unchanged (the check refuses any
     # but a dict, as it refuses anything a model sends that is no JSON object).
-    input: JsonValue = given  # type: ignore[assignment]
+    input = cast("JsonValue", given)
     problem = entry.check(input)
     if problem is not None:
         return refused(problem)
@@ -576,7 +564,7 @@ async def run_tool(
     except Exception as error:  # noqa: BLE001 - every failure is a result (see _failed)
         result = _failed(entry, error)
     else:
-        result = _answered(value)
+        result = ToolResult(value=value)
     finally:
         if token is not None:
             _ASKING.reset(token)
