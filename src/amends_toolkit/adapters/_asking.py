@@ -28,8 +28,6 @@ import time
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Final, Protocol
 
-import attrs
-
 from amends_toolkit._errors import ApprovalRequired
 from amends_toolkit._options import check_counts, check_seconds
 
@@ -108,7 +106,9 @@ async def ask_client(name: str, input: JsonObject) -> bool:
     ``elicitation/create`` request the call waits on, the person's time not counted in the
     call's timeout. In 2026-07-28 the call is answered ``input_required`` and the client sends
     it again with the person's answer and the front's signed ``requestState``: only then does
-    this return, in that second call.
+    this return, in that second call. A call from code in the middle of a run (code mode) waits,
+    its run paused in the front, for that second call, ``approval_ttl`` seconds at most (then the
+    run ends, and nothing more of it runs).
 
     ``True`` only when the person accepted the form with "approve"; ``False`` when they chose
     "deny", declined, or dismissed it (``cancel``: they saw the question and did not approve).
@@ -117,8 +117,9 @@ async def ask_client(name: str, input: JsonObject) -> bool:
     Raises:
         ApprovalRequired: Nobody could be asked: outside a front's ``tools/call``, a client that
             did not declare elicitation, a client that answered with an error or a malformed
-            answer, a session that closed, or (2026-07-28) a call from code in the middle of a
-            run, which a client cannot answer by calling again.
+            answer, a session that closed; in 2026-07-28, a call from code in the middle of a
+            run when the front serves no app of its own (the run pauses in the app's lifespan)
+            or :data:`~amends_toolkit.adapters.mcp_front.MAX_PAUSED` runs already wait.
     """
     asker = _ASKER.get()
     if asker is None:
@@ -136,13 +137,6 @@ def input_digest(input: JsonValue) -> str:
 
 class StateRefused(Exception):
     """A ``requestState`` the front will not take: the message says why, for the client."""
-
-
-@attrs.frozen(kw_only=True)
-class _Bound:
-    tool: str
-    digest: str
-    caller: str
 
 
 class ApprovalStates:

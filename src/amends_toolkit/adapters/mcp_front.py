@@ -13,6 +13,14 @@ on one endpoint); the toolkit decides everything else: which tools exist, what i
 (MCP content blocks) go to the client as blocks, and its progress to a client that asked.
 ``tools/list`` answers ``page_size`` tools a page, from a listing built once per toolkit.
 
+A call that needs approval asks the front's ``approve``, and
+:func:`~amends_toolkit.adapters.ask_client` asks the client that called: by
+``elicitation/create`` in a session, and in 2026-07-28 by an ``input_required`` answer that the
+client answers by sending the call again with its person's decision and a signed
+``requestState`` (:class:`~amends_toolkit.adapters._asking.ApprovalStates`).
+A call from code in the middle of a run (code mode) that a 2026-07-28 client is asked about
+pauses its run in the app's lifespan until the call comes again (:data:`MAX_PAUSED` at once).
+
 A front may serve several toolkits, each under a name, and a ``select`` function that names the
 one a caller is served (the gateway's profiles)::
 
@@ -242,7 +250,8 @@ class ToolkitServer:
         Raises:
             ValueError: ``max_sessions`` or ``session_idle_timeout`` is not positive.
 
-        The app's lifespan runs its session manager: serve it with an ASGI server that runs
+        The app's lifespan runs its session manager, and holds the runs of 2026-07-28 calls
+        paused for a client's answer (they end with it): serve it with an ASGI server that runs
         lifespans (uvicorn does), or enter ``app.router.lifespan_context(app)``.
         """
         if transport_security is None and host in ("127.0.0.1", "localhost", "::1"):
@@ -389,8 +398,7 @@ class ToolkitServer:
     async def _call_tool(
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult | types.InputRequiredResult:
-        served = self._selected(ctx)
-        toolkit = served.toolkit
+        toolkit = self._selected(ctx).toolkit
         if params.name not in toolkit:
             # A protocol error, as the spec asks for a tool the server does not have; the
             # client's name is echoed cut, as any text from outside is.
