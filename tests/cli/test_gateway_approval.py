@@ -14,6 +14,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, Final, Literal
 
+import httpx
 import mcp_types as types
 import pytest
 from mcp import Client
@@ -154,6 +155,8 @@ async def test_a_client_that_approves_runs_the_tool_once(
     expected = ["approved by client"] if mode == "legacy" else ["asked", "approved by client"]
     await eventually(lambda: len(gateway.events("gateway.call")) >= before + len(expected))
     assert [e["decision"] for e in gateway.events("gateway.call")[before:]] == expected
+    # a question asked is no failure of the call
+    assert 'code="asked"' not in httpx.get(gateway.base + "/metrics").text
 
 
 @pytest.mark.parametrize("mode", MODES)
