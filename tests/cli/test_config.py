@@ -170,6 +170,11 @@ def test_without_auth_the_file_reads_and_auth_is_none(tmp_path: Path) -> None:
             '"tools", "search" or "code"',
         ),
         (
+            '[[sources]]\nname = "a"\nmcp = "http://x/mcp"\n[serve]\napproval_key = "s3cret"\n',
+            5,
+            'approval_key must take its value from the environment, as "${VAR}"',
+        ),
+        (
             '[[sources]]\nname = "a"\nmcp = "http://x/mcp"\n[serve]\ncode_approval = "yes"\n',
             5,
             'code_approval must be "split" or "ask"',

@@ -82,8 +82,8 @@ def upstream() -> Iterator[int]:
         yield port
 
 
-def _gateway(config: Path) -> Iterator[GatewayProcess]:
-    process = GatewayProcess(config, env={"PYTHONPATH": os.pathsep.join(sys.path)})
+def _gateway(config: Path, **env: str) -> Iterator[GatewayProcess]:
+    process = GatewayProcess(config, env={"PYTHONPATH": os.pathsep.join(sys.path), **env})
     try:
         process.wait_ready()
         yield process
@@ -224,6 +224,28 @@ async def test_a_replayed_or_edited_request_state_is_refused(gateway: GatewayPro
         "The requestState was changed",
         "The requestState was answered already",
     ]
+    assert DELETED == ["a.log"]
+
+
+async def test_with_an_approval_key_a_state_is_answered_after_a_restart(
+    upstream: int, tmp_path: Path
+) -> None:
+    written = config(tmp_path, upstream, approval_key="${APPROVAL_KEY}")
+    key = {"APPROVAL_KEY": "k" * 40}
+    for gateway in _gateway(written, **key):
+        async with client(gateway, MODERN, Person(APPROVE)) as sdk:
+            first = await sdk.session.call_tool(
+                "files__delete", {"path": "a.log"}, allow_input_required=True
+            )
+    assert isinstance(first, types.InputRequiredResult)
+    assert first.request_state is not None
+    for gateway in _gateway(written, APPROVAL_KEY="j" * 40):
+        async with client(gateway, MODERN, Person(APPROVE)) as sdk:
+            with pytest.raises(MCPError, match="was changed"):
+                await _again(sdk, first.request_state)
+    for gateway in _gateway(written, **key):
+        async with client(gateway, MODERN, Person(APPROVE)) as sdk:
+            assert "deleted a.log" in text(await _again(sdk, first.request_state))
     assert DELETED == ["a.log"]
 
 
