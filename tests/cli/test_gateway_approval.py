@@ -156,7 +156,9 @@ async def test_a_client_that_approves_runs_the_tool_once(
     await eventually(lambda: len(gateway.events("gateway.call")) >= before + len(expected))
     assert [e["decision"] for e in gateway.events("gateway.call")[before:]] == expected
     # a question asked is no failure of the call
-    assert 'code="asked"' not in httpx.get(gateway.base + "/metrics").text
+    async with httpx.AsyncClient() as http:
+        metrics = await http.get(gateway.base + "/metrics")
+    assert 'code="asked"' not in metrics.text
 
 
 @pytest.mark.parametrize("mode", MODES)
