@@ -259,6 +259,13 @@ class Gateway:
                 "metrics_key",
             )
         )
+        approval_key = (
+            None
+            if serve.approval_key is None
+            else expand_key(
+                serve.approval_key, what="[serve] approval_key", path=self.config.path
+            ).encode()
+        )
         async with AsyncExitStack() as stack:
             host_check = logging.getLogger("mcp.server.transport_security")
             host_check.addFilter(_host_refused)
@@ -295,6 +302,7 @@ class Gateway:
                 version="0.1.0",
                 approve=self._approve,
                 select=self._select,
+                approval_key=approval_key,
             )
             self._served = self._signatures(self.front)
             self._tools = len(self._union(self.front))
