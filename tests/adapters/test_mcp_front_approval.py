@@ -452,3 +452,12 @@ async def test_past_the_paused_runs_bound_a_call_from_code_reads_approval_requir
     assert isinstance(second, types.CallToolResult)
     assert json.loads(text(second))["result"] == "ApprovalRequired"
     assert RAN == []
+
+
+def test_a_state_is_as_long_whatever_its_tool_input_and_caller() -> None:
+    states = ApprovalStates()
+    long = states.seal(
+        tool="t" * 10_000, input={"x": "y" * 10_000}, caller="c" * 10_000, run="r" * 32
+    )
+    assert len(long) <= MAX_STATE_LENGTH
+    states.open(long, tool="t" * 10_000, input={"x": "y" * 10_000}, caller="c" * 10_000)

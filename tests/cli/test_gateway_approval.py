@@ -208,7 +208,7 @@ async def test_a_replayed_or_edited_request_state_is_refused(gateway: GatewayPro
         state = first.request_state
         payload, _, signature = state.partition(".")
         claims = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
-        claims["a"] = "0" * 64  # the digest of another input
+        claims["a"] = "0" * 32  # the digest of another input
         edited = base64.urlsafe_b64encode(json.dumps(claims).encode()).decode().rstrip("=")
         for forged in (f"{edited}.{signature}", state + "A"):
             try:

@@ -52,8 +52,8 @@ __all__ = (
 APPROVAL_STATE_TTL: Final = 600.0
 """Seconds a 2026-07-28 approval question's ``requestState`` may be answered in."""
 MAX_STATE_LENGTH: Final = 512
-"""The most characters of a ``requestState`` a front reads: its own are some 250; a longer one
-is refused unread."""
+"""The most characters of a ``requestState`` a front reads: its own are 400 at most (whatever
+the tool, its input and its caller); a longer one is refused unread."""
 MAX_USED_STATES: Final = 10_000
 """Answered ``requestState`` values remembered (each until it expires) so that none is used
 twice; past it an answer is refused (``StateRefused``) until the oldest expire."""
@@ -130,9 +130,10 @@ async def ask_client(name: str, input: JsonObject) -> bool:
 
 
 def input_digest(input: JsonValue) -> str:
-    """The SHA-256 of a call's input as canonical JSON (keys sorted): what a state binds."""
+    """The SHA-256 of a call's input as canonical JSON (keys sorted), its first 128 bits in hex:
+    what a state binds."""
     canonical = json.dumps(input, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
-    return hashlib.sha256(canonical.encode()).hexdigest()
+    return hashlib.sha256(canonical.encode()).hexdigest()[:32]
 
 
 class StateRefused(Exception):
@@ -179,9 +180,9 @@ class ApprovalStates:
         run that waits for the answer (code mode), if one does."""
         payload = json.dumps(
             {
-                "t": tool,
+                "t": _digest(tool),
                 "a": input_digest(input),
-                "c": _caller_digest(caller),
+                "c": _digest(caller),
                 "e": math.ceil(self._clock() + self.ttl),
                 "n": secrets.token_hex(16),
                 "r": run,
@@ -215,9 +216,9 @@ class ApprovalStates:
         now = self._clock()
         if not now < claims["e"]:
             raise StateRefused("The requestState has expired: call the tool again without it.")
-        if claims["t"] != tool or claims["a"] != input_digest(input):
+        if claims["t"] != _digest(tool) or claims["a"] != input_digest(input):
             raise StateRefused("The requestState is for another call: another tool or input.")
-        if not hmac.compare_digest(claims["c"], _caller_digest(caller)):
+        if not hmac.compare_digest(claims["c"], _digest(caller)):
             raise StateRefused("The requestState was given to another caller.")
         self._forget(now)
         nonce = claims["n"]
@@ -245,9 +246,10 @@ class ApprovalStates:
         ).digest()
 
 
-def _caller_digest(caller: str) -> str:
-    # The caller's id never travels to the client as it is.
-    return hashlib.sha256(caller.encode("utf-8", "surrogatepass")).hexdigest()
+def _digest(text: str) -> str:
+    # A tool's name and a caller's id travel as digests: a state's length is the same whatever
+    # their length, and a caller's id never reaches the client as it is.
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
 def _b64(data: bytes) -> str:
