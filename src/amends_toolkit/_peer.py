@@ -5,6 +5,9 @@ among them, in an error, a body or a result. Every text a model reads from a pee
 with the client's :class:`Secrets` before it is cut (so no cut leaves half a credential), and
 every text from outside that a failure holds (a server's words, an API's body, the echo of an
 input in a validation message) is cut to :data:`MAX_MODEL_TEXT` characters.
+
+The other way round, what a person reads of a model's words (a tool's input in an approval's
+question, on a terminal or in a client's form) is :func:`shown`: escaped, then cut.
 """
 
 from __future__ import annotations
@@ -54,24 +57,9 @@ _NOT_SECRET: Final = frozenset(
 """Headers an HTTP client sets by itself, which carry nothing of the host's."""
 
 
-def cut(text: str, limit: int = MAX_MODEL_TEXT) -> str:
-    """The text without spaces at either end, cut to ``limit`` characters (ending in ``…``)."""
-    text = text.strip()
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def cut_middle(text: str, limit: int) -> str:
-    """The text cut to ``limit`` characters by leaving out its middle (``…``), so that what a
-    message says after an echo of a long value is kept."""
-    if len(text) <= limit:
-        return text
-    head = (limit - 1) // 2
-    return text[:head] + "…" + text[len(text) - (limit - 1 - head) :]
-
-
 MAX_SHOWN: Final = 4_000
-"""The most characters of a model's or a peer's text that a person is shown in an approval
-question (:func:`shown`); the rest is cut, and the question says how many characters were cut."""
+"""The most characters of a model's text (an approval question's tool and input) a person is
+shown; the rest is cut, and the text says how many characters were cut."""
 
 # Controls (C0, DEL, C1), format characters (bidi embeddings, overrides and isolates, zero-width
 # characters, the BOM, tags), line and paragraph separators, surrogates, private use, unassigned.
@@ -79,7 +67,7 @@ _HIDDEN: Final = frozenset(("Cc", "Cf", "Zl", "Zp", "Cs", "Co", "Cn"))
 
 
 def shown(text: str, *, limit: int = MAX_SHOWN) -> str:
-    """``text`` as a person may be shown it (on a terminal, in a web page): every character
+    """``text`` as a person may be shown it (on a terminal, in a client's form): every character
     that is not plainly visible text written as its escape (``\\x1b``, ``\\u202e``,
     ``\\U000e0041``), so none can move a cursor, clear a screen, hide text or turn it around; at
     most ``limit`` characters of it, then how many more there were."""
@@ -96,6 +84,21 @@ def _escape(character: str) -> str:
     if point < 0x10000:
         return f"\\u{point:04x}"
     return f"\\U{point:08x}"
+
+
+def cut(text: str, limit: int = MAX_MODEL_TEXT) -> str:
+    """The text without spaces at either end, cut to ``limit`` characters (ending in ``…``)."""
+    text = text.strip()
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def cut_middle(text: str, limit: int) -> str:
+    """The text cut to ``limit`` characters by leaving out its middle (``…``), so that what a
+    message says after an echo of a long value is kept."""
+    if len(text) <= limit:
+        return text
+    head = (limit - 1) // 2
+    return text[:head] + "…" + text[len(text) - (limit - 1 - head) :]
 
 
 _QUERY_SAFE: Final = "".join(chr(i) for i in range(0x21, 0x7F) if chr(i) not in '"#<>')

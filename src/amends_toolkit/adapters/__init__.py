@@ -6,7 +6,9 @@ extra), the OpenAI Agents SDK's tools in :mod:`amends_toolkit.adapters.openai_ag
 ``openai-agents`` extra) and LangChain's in :mod:`amends_toolkit.adapters.langchain` (the
 ``langchain`` extra): each is imported when first read (``at.adapters.openai_agents.tools``), so
 this package imports without them. :func:`mcp_server` serves a toolkit as an MCP server; it
-imports :mod:`amends_toolkit.adapters.mcp_front` (the ``mcp-server`` extra) when called.
+imports :mod:`amends_toolkit.adapters.mcp_front` (the ``mcp-server`` extra) when called. Its
+:func:`ask_client` is an ``approve`` that asks the MCP client that called (when
+:func:`client_can_be_asked`).
 
 :class:`Approvals` asks approvers out of band: a call that needs approval waits, stored in an
 :class:`ApprovalStore` (:class:`MemoryApprovalStore`, :class:`SQLiteApprovalStore`), until a host's
@@ -28,7 +30,7 @@ from amends_toolkit.adapters._approvals import (
     SQLiteApprovalStore,
     UnknownApproval,
 )
-from amends_toolkit.adapters._ask_client import ask_client, client_can_be_asked
+from amends_toolkit.adapters._asking import ask_client, client_can_be_asked
 from amends_toolkit.adapters._callers import Authenticator, Caller, Refused, caller_of
 from amends_toolkit.adapters._calls import ToolCaller
 from amends_toolkit.adapters._mcp_server import mcp_server
