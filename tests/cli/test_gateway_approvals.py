@@ -17,6 +17,10 @@ import anyio
 import httpx
 import mcp_types as types
 import pytest
+from mcp import Client
+from mcp.client.session import ClientRequestContext
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
@@ -490,3 +494,49 @@ async def test_with_a_terminal_gone_nobody_decides_and_by_caller_never_asks_the_
     assert audit(gateway, "hasty") == [("unapproved", "ApprovalTimedOut")]
     assert audit(gateway, "direct") == [("unapproved", "ApprovalRequired")]
     assert any("(no terminal: not asked)" in line for line in gateway.lines)
+
+
+@pytest.mark.parametrize("mode", ["legacy", "2026-07-28"])
+async def test_either_asks_a_client_that_can_be_asked_and_approvers_never_does(
+    served: Served, mode: str
+) -> None:
+    url, base = served.gateway.wait_ready(), served.gateway.base
+    forms: list[str] = []
+
+    async def person(
+        context: ClientRequestContext, params: types.ElicitRequestParams
+    ) -> types.ElicitResult:
+        forms.append(params.message)
+        return types.ElicitResult(action="accept", content={"decision": "approve"})
+
+    @contextlib.asynccontextmanager
+    async def asking(who: str) -> AsyncIterator[Client]:
+        async with (
+            create_mcp_http_client(headers=headers(who)) as http,
+            Client(
+                streamable_http_client(url, http_client=http),
+                mode=mode,
+                cache=None,
+                elicitation_callback=person,
+            ) as client,
+        ):
+            yield client
+
+    task_id = 600 + len(mode)
+    async with asking("agent") as client:
+        asked_client = await client.call_tool("tasks__delete_task", {"task_id": task_id})
+    assert not asked_client.is_error
+    assert len(forms) == 1
+    await eventually(lambda: ("approved by client", "ok") in audit(served.gateway, "agent"))
+    async with asking("strict") as client, anyio.create_task_group() as tasks:
+        results: list[types.CallToolResult] = []
+
+        async def call() -> None:
+            results.append(await client.call_tool("tasks__delete_task", {"task_id": task_id}))
+
+        tasks.start_soon(call)
+        pending = await asked(base, "strict")
+        assert (await decide(base, pending["id"], {"approve": True})).status_code == 200
+    assert not results[0].is_error
+    assert len(forms) == 1  # by = "approvers": the client was never asked
+    assert served.upstream.deleted.count(task_id) == 2
