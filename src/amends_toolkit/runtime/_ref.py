@@ -18,6 +18,7 @@ import attrs
 from amends_toolkit._errors import UnavailableError
 from amends_toolkit._log import get_logger
 from amends_toolkit._progress import listener
+from amends_toolkit._tracing import carried
 from amends_toolkit.runtime._messages import Call, Discover
 
 if TYPE_CHECKING:
@@ -152,7 +153,7 @@ class ActorRef:
         task) lets a ``BaseException`` that is no cancellation (``KeyboardInterrupt``,
         ``SystemExit``) reach the caller, as the source raised it.
         """
-        request = Call(tool, input, self._deadline(), listener())
+        request = Call(tool, input, self._deadline(), listener(), False, carried())
         return cast("JsonValue", await self._ask(request))
 
     def call_checked(self, tool: str, input: JsonObject) -> Awaitable[JsonValue]:
@@ -163,7 +164,7 @@ class ActorRef:
         here, and a call in flight holds one frame less (each of its wake-ups passes one less).
         """
         # No cast(): a Python call, and every call comes here.
-        request = Call(tool, input, self._deadline(), listener(), True)
+        request = Call(tool, input, self._deadline(), listener(), True, carried())
         return self._ask(request)  # type: ignore[return-value]
 
     def statistics(self) -> ActorStatistics:
