@@ -195,7 +195,10 @@ async def test_a_name_no_tool_has_names_no_span(spans: InMemorySpanExporter) -> 
     await toolkit.call(SECRET, {})
     (span,) = spans.get_finished_spans()
     assert span.name == "execute_tool"
-    assert attributes(span) == {"gen_ai.operation.name": "execute_tool", "error.type": "NotFoundError"}
+    assert attributes(span) == {
+        "gen_ai.operation.name": "execute_tool",
+        "error.type": "NotFoundError",
+    }
 
 
 @pytest.mark.anyio
