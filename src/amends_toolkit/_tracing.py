@@ -110,9 +110,7 @@ def tracer() -> Tracer | None:
     provider = otel_trace.get_tracer_provider()
     if isinstance(provider, (otel_trace.ProxyTracerProvider, otel_trace.NoOpTracerProvider)):
         return None
-    from amends_toolkit import __version__  # the package imports this module
-
-    _tracer = provider.get_tracer(_NAME, __version__)
+    _tracer = provider.get_tracer(_NAME)
     return _tracer
 
 
