@@ -202,15 +202,25 @@ async def test_a_name_no_tool_has_names_no_span(spans: InMemorySpanExporter) -> 
     }
 
 
+@asynccontextmanager
+async def code_runtime(kind: str) -> AsyncIterator[at.CodeRuntime]:
+    if kind == "monty":
+        async with at.MontyRuntime() as monty:
+            yield monty
+    else:
+        yield at.InProcessRuntime()
+
+
 @pytest.mark.anyio
+@pytest.mark.parametrize("kind", ["in-process", "monty"])
 async def test_code_mode_gives_a_span_per_tool_the_code_called(
-    spans: InMemorySpanExporter,
+    spans: InMemorySpanExporter, kind: str
 ) -> None:
     source = Recording("crm")
-    async with at.Runtime() as runtime:
+    async with at.Runtime() as runtime, code_runtime(kind) as sandbox:
         ref = await runtime.spawn(source)
         tools = at.assemble([at.Member(ref, [define("find"), define("count")])], allow_all)
-        presented = at.code_mode(tools, at.InProcessRuntime())
+        presented = at.code_mode(tools, sandbox)
         code = (
             "a = await tools.crm__find({'q': 1})\n"
             "b = await tools.crm__count({})\n"
