@@ -25,12 +25,12 @@ span                                   kind     made by
 
 Attributes follow the OpenTelemetry GenAI semantic conventions v0.1.0
 (``open-telemetry/semantic-conventions-genai``: the ``execute_tool`` span and the MCP client
-span) and semantic conventions v1.41.0 for HTTP client spans and ``error.type``
-(:data:`SEMANTIC_CONVENTIONS`). A span holds names a host chose (a tool's, a source's, a path
+span) and semantic conventions v1.41.0 for HTTP client spans and ``error.type``. A span holds names a host chose (a tool's, a source's, a path
 template) and codes (a failure's reason, a status, a JSON-RPC error code): never an input value,
 an answer, a header, a failure's words or an exception's message, and no address but the one an
-HTTP client span requires (``server.address`` and ``server.port`` of the source's base URL).
-No exception is recorded on a span: its message may hold a value.
+HTTP client span requires (``server.address`` and ``server.port`` of the source's base URL; its
+``url.full``, required too, is left out: it holds the input's values, and ``url.template`` says
+the route). No exception is recorded on a span: its message may hold a value.
 """
 
 from __future__ import annotations
@@ -56,7 +56,6 @@ if TYPE_CHECKING:
 
 __all__ = (
     "MAX_TRACE_HEADER",
-    "SEMANTIC_CONVENTIONS",
     "Carried",
     "activated",
     "attached",
@@ -74,12 +73,6 @@ __all__ = (
 )
 
 _T = TypeVar("_T")
-
-SEMANTIC_CONVENTIONS: Final = (
-    "OpenTelemetry GenAI semantic conventions v0.1.0 (execute_tool, MCP client spans);"
-    " semantic conventions v1.41.0 (HTTP client spans, error.type)"
-)
-"""The versions of the conventions the spans follow."""
 
 _NAME: Final = "amends_toolkit"
 _tracer: Tracer | None = None
@@ -167,6 +160,12 @@ def injected(carrier: MutableMapping[str, str]) -> None:
         _PROPAGATOR.inject(carrier)
 
 
+MAX_TRACE_HEADER: Final = 512
+"""The most characters of a client's ``traceparent`` or ``tracestate`` read (a traceparent has
+55; W3C asks that at least 512 characters of a tracestate be passed on); a longer value is
+ignored, as a malformed one is: the call starts a trace of its own."""
+
+
 def extracted(carrier: Mapping[str, object]) -> Context | None:
     """The remote context of a valid ``traceparent`` (and its ``tracestate``) in ``carrier``,
     else ``None``. Each value is read only when it is a string of at most
@@ -184,12 +183,6 @@ def extracted(carrier: Mapping[str, object]) -> Context | None:
     if not otel_trace.get_current_span(context).get_span_context().is_valid:
         return None
     return context
-
-
-MAX_TRACE_HEADER: Final = 512
-"""The most characters of a client's ``traceparent`` or ``tracestate`` read (a traceparent has
-55; W3C bounds a tracestate to 32 members of at most 256 characters, and its propagator drops
-one longer than 512); a longer value is ignored, as a malformed one is."""
 
 
 def trace_id() -> str | None:
