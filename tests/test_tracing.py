@@ -20,6 +20,7 @@ import httpx
 import pytest
 import uvicorn
 from mcp.server import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
 from opentelemetry import trace as otel_trace
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -65,6 +66,11 @@ def mcp_app() -> Starlette:
     def echo(text: str) -> str:
         """Say it back."""
         return text
+
+    @server.tool()
+    def fail(text: str) -> str:
+        """Fail, saying the text."""
+        raise ToolError(f"it failed: {text}")
 
     return server.streamable_http_app(stateless_http=False, json_response=True)
 
@@ -165,6 +171,47 @@ async def test_a_session_call_is_one_trace_down_to_the_server_that_read_meta(
         "span": otel_trace.format_span_id(sent.context.span_id),
     }
     assert all(span.status.status_code != StatusCode.ERROR for span in exported)
+
+
+@pytest.mark.anyio
+async def test_a_tool_error_of_an_mcp_server_is_its_request_spans_error_type(
+    spans: InMemorySpanExporter, mcp_url: str
+) -> None:
+    async with mcp_toolkit(mcp_url, inline=True) as toolkit:
+        spans.clear()
+        result = await toolkit.invoke("srv__fail", {"text": SECRET})
+    assert result.failure is not None
+    exported = spans.get_finished_spans()
+    assert attributes(named(exported, "tools/call fail"))["error.type"] == "tool_error"
+    for name in ("execute_tool srv__fail", "source.call srv"):
+        assert attributes(named(exported, name))["error.type"] == "CallFailedError"
+    assert all(span.status.status_code == StatusCode.ERROR for span in exported)
+
+
+@pytest.mark.anyio
+async def test_a_json_rpc_error_is_its_request_spans_error_type(
+    spans: InMemorySpanExporter,
+) -> None:
+    # Our MCP front (the SDK's server) answers a tool it does not serve with -32602.
+    front = at.adapters.mcp_server(
+        at.source_toolkit(Recording("crm"), [define("find")]), name="front"
+    )
+    app = front.streamable_http_app()
+    transport = httpx.ASGITransport(app=app)
+    async with (
+        app.router.lifespan_context(app),
+        httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1:8000") as client,
+        at.Runtime() as runtime,
+    ):
+        ref = await runtime.spawn(
+            at.mcp.http(name="srv", url="http://127.0.0.1:8000/mcp", client=client)
+        )
+        # A tool the server does not have, as a stale catalog would hold.
+        toolkit = at.source_toolkit(ref, [*await ref.discover(), define("ghost")])
+        spans.clear()
+        await toolkit.call("ghost", {})
+    wire = attributes(named(spans.get_finished_spans(), "tools/call ghost"))
+    assert wire["error.type"] == wire["rpc.response.status_code"] == "-32602"
 
 
 @pytest.mark.anyio
@@ -357,6 +404,7 @@ async def test_no_span_holds_an_input_an_answer_or_a_credential(
         async with at.Session(mcp_tools, approve=lambda name, input: True) as session:
             assert await session.call("srv__echo", {"text": SECRET}) == {"result": SECRET}
         await mcp_tools.call("srv__echo", {"text": 42})  # refused: its words hold the value
+        await mcp_tools.call("srv__fail", {"text": SECRET})  # the server's words hold it
     exported = spans.get_finished_spans()
     assert len(exported) > 6
     for span in exported:

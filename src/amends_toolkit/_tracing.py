@@ -55,7 +55,6 @@ if TYPE_CHECKING:
     from opentelemetry.trace import Span, Tracer
 
 __all__ = (
-    "MAX_TRACE_HEADER",
     "Carried",
     "activated",
     "attached",
@@ -160,22 +159,16 @@ def injected(carrier: MutableMapping[str, str]) -> None:
         _PROPAGATOR.inject(carrier)
 
 
-MAX_TRACE_HEADER: Final = 512
-"""The most characters of a client's ``traceparent`` or ``tracestate`` read (a traceparent has
-55; W3C asks that at least 512 characters of a tracestate be passed on); a longer value is
-ignored, as a malformed one is: the call starts a trace of its own."""
-
-
 def extracted(carrier: Mapping[str, object]) -> Context | None:
     """The remote context of a valid ``traceparent`` (and its ``tracestate``) in ``carrier``,
-    else ``None``. Each value is read only when it is a string of at most
-    :data:`MAX_TRACE_HEADER` characters: a client's text is bounded before it is parsed."""
+    else ``None``: one that is malformed, or longer than the API's propagator reads (512
+    characters), starts no trace of the client's."""
     if _PROPAGATOR is None:
         return None
     fields = {
         key: value
         for key in ("traceparent", "tracestate")
-        if isinstance(value := carrier.get(key), str) and len(value) <= MAX_TRACE_HEADER
+        if isinstance(value := carrier.get(key), str)
     }
     if "traceparent" not in fields:
         return None

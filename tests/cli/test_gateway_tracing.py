@@ -149,7 +149,7 @@ async def test_a_malformed_or_oversized_traceparent_starts_a_trace_of_its_own(
     gateway: GatewayProcess,
 ) -> None:
     before = len(gateway.events("gateway.call"))
-    # A later version may carry more fields, which the API's propagator reads: past the bound.
+    # A later version may carry more fields, which the API's propagator reads up to 512 characters.
     oversized = f"01-{HEADER_TRACE}-{HEADER_SPAN}-01-" + "a" * 600
     for value in ("00-xyz", oversized):
         await call(gateway.wait_ready(), CALL, {**MODERN, "traceparent": value})
@@ -164,3 +164,18 @@ def test_the_collector_is_named_by_a_url_without_credentials(tmp_path: Path) -> 
     bad = '\n[telemetry]\notlp_endpoint = "http://user:pw@127.0.0.1:4318"\n'
     with pytest.raises(ConfigError, match="without credentials"):
         load_config(grower_config(tmp_path, auth=NO_AUTH + bad))
+
+
+async def test_the_audit_line_carries_the_clients_trace_id_without_an_exporter(
+    tmp_path: Path,
+) -> None:
+    params = dict(CALL["params"])  # type: ignore[call-overload]
+    params["_meta"] = {**params["_meta"], "traceparent": f"00-{CLIENT_TRACE}-{CLIENT_SPAN}-01"}
+    process = GatewayProcess(grower_config(tmp_path))
+    try:
+        await call(process.wait_ready(), {**CALL, "params": params}, MODERN)
+        await eventually(lambda: bool(process.events("gateway.call")))
+        (line,) = process.events("gateway.call")
+        assert line["trace_id"] == CLIENT_TRACE
+    finally:
+        process.stop()
