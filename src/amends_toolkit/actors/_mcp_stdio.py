@@ -268,12 +268,11 @@ class McpStdioSource:
         if tracer is None:
             reply = await connection.request(method, params, on_notification=on_notification)
         else:
+            tool = params.get("name") if method == "tools/call" else None
             reply = await traced_request(
                 tracer,
                 method,
-                tool
-                if method == "tools/call" and isinstance(tool := params.get("name"), str)
-                else None,
+                tool if isinstance(tool, str) else None,
                 params,
                 functools.partial(connection.request, method, on_notification=on_notification),
                 transport="pipe",
