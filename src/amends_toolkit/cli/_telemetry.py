@@ -86,8 +86,11 @@ async def exporting(config: TelemetryConfig) -> AsyncIterator[None]:
     try:
         yield
     finally:
+
+        def flushed() -> None:
+            provider.force_flush(int(FLUSH_TIMEOUT * 1000))
+            provider.shutdown()
+
+        # Off the loop, and bounded: a collector that does not answer holds no exit.
         with anyio.move_on_after(FLUSH_TIMEOUT + 1, shield=True):
-            await anyio.to_thread.run_sync(
-                lambda: provider.force_flush(int(FLUSH_TIMEOUT * 1000)), abandon_on_cancel=True
-            )
-        provider.shutdown()
+            await anyio.to_thread.run_sync(flushed, abandon_on_cancel=True)
