@@ -1,8 +1,10 @@
 """The gateway's questions to a person on its terminal (``serve --approve-on-terminal``).
 
-What a question shows comes from the model (a tool's input), so it is made safe to read first
-(:func:`~amends_toolkit._peer.shown`, as an out-of-band approval keeps it): a control or format character cannot move the cursor, clear the screen, hide
-text or turn it around, and a long input cannot scroll the question away.
+The terminal is an approver of out-of-band approvals (``cli/_approvals.py``): each pending
+approval is asked here, one at a time. What a question shows comes from the model (a tool's
+input), so it is made safe to read first (:func:`~amends_toolkit._peer.shown`, as a pending
+approval keeps it): a control or format character cannot move the cursor, clear the screen,
+hide text or turn it around, and a long input cannot scroll the question away.
 """
 
 from __future__ import annotations
