@@ -1,0 +1,79 @@
+"""Every code example of the docs site is a file that runs here, so the docs cannot rot: a page
+includes each example (pymdownx snippets, ``--8<--``) rather than holding code of its own; each
+Python example runs, as a new user would run it, and prints what its ``.out`` file (which the page
+shows) says; each gateway configuration is one the gateway reads."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from amends_toolkit.cli._config import load_config
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = ROOT / "docs"
+EXAMPLES = DOCS / "examples"
+PAGES = sorted(DOCS.rglob("*.md"))
+FENCE = re.compile(r"^ *```(\w+)[^\n]*\n(.*?)^ *```$", re.MULTILINE | re.DOTALL)
+SNIPPET = re.compile(r'^--8<-- "([^"]+)"$')
+# Servers the examples start as subprocesses, and a set-up other tests run (tests/test_log.py).
+NOT_PROGRAMS = {"tasks_server.py", "logging_setup.py"}
+PROGRAMS = [ROOT / "examples" / "quickstart.py"] + [
+    path for path in sorted(EXAMPLES.glob("*.py")) if path.name not in NOT_PROGRAMS
+]
+
+
+def included(language: str) -> list[tuple[Path, str]]:
+    """Each fenced block of ``language`` in the pages, as (page, body)."""
+    return [
+        (page, body)
+        for page in PAGES
+        for fenced, body in FENCE.findall(page.read_text())
+        if fenced == language
+    ]
+
+
+@pytest.mark.parametrize("language", ["python", "toml"])
+def test_every_code_example_in_the_docs_is_a_file_that_a_test_runs(language: str) -> None:
+    blocks = included(language)
+    assert blocks
+    for page, body in blocks:
+        lines = body.strip().splitlines()
+        assert all(SNIPPET.match(line) for line in lines), f"{page}: code written in the page"
+        for line in lines:
+            match = SNIPPET.match(line)
+            assert match
+            path = ROOT / match[1].split(":", 1)[0]
+            assert path.is_file(), f"{page}: {match[1]}"
+
+
+def test_every_example_file_is_shown_by_a_page() -> None:
+    text = "".join(page.read_text() for page in PAGES)
+    for path in sorted(EXAMPLES.iterdir()):
+        if path.suffix in {".py", ".toml", ".out", ".yaml"}:
+            assert f'"{path.relative_to(ROOT)}' in text, f"{path.name} is shown by no page"
+
+
+@pytest.mark.parametrize("program", PROGRAMS, ids=lambda path: path.name)
+def test_each_example_runs_and_prints_what_its_page_shows(program: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, str(program)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=program.parent,
+        env={**os.environ, "PYTHONPATH": str(ROOT / "src")},
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stderr == ""
+    assert done.stdout == (EXAMPLES / f"{program.stem}.out").read_text()
+
+
+@pytest.mark.parametrize("config", sorted(EXAMPLES.glob("*.toml")), ids=lambda path: path.name)
+def test_each_gateway_configuration_of_the_docs_is_one_the_gateway_reads(config: Path) -> None:
+    load_config(config)
