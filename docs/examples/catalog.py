@@ -26,7 +26,8 @@ assert at.catalog.load(list[at.ToolDefinition], stored) == [get_item]
 decisions = at.catalog.load(dict[str, at.Decision], {"get_item": "allow"})  # a policy, stored
 print(decisions)
 
+misspelt = json.loads(json.dumps(stored).replace("inputSchema", "inputSchma"))
 try:
-    at.catalog.load(list[at.ToolDefinition], [{**stored[0], "inputSchma": {}}])  # type: ignore[dict-item]
+    at.catalog.load(list[at.ToolDefinition], misspelt)
 except at.CatalogError as error:
     print(error)

@@ -48,7 +48,9 @@ get_item = at.http.Operation(
 
 async def turn(base_url: str) -> None:
     # --8<-- [start:source]
-    print(json.dumps(at.catalog.dump(get_item)["request"]))  # type: ignore[index]
+    stored = at.catalog.dump(get_item)  # the operation as catalog JSON
+    assert isinstance(stored, dict)
+    print(json.dumps(stored["request"]))
     async with httpx.AsyncClient(headers={"Authorization": "Bearer shop-token"}) as client:
         shop = at.http.make(name="shop", base_url=base_url, operations=[get_item], client=client)
         item = await shop.call("get_item", {"shop": "north", "item_id": "42", "fields": ["name"]})

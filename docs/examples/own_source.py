@@ -24,7 +24,7 @@ class Notebook:
 
     async def discover(self) -> Sequence[at.ToolDefinition]:
         await anyio.lowlevel.checkpoint()
-        any_input = {"type": "object", "properties": {}}
+        any_input: at.JsonObject = {"type": "object", "properties": {}}
         return [
             at.ToolDefinition(
                 name="echo",
@@ -60,7 +60,9 @@ class Notebook:
 class NotebookFixture:
     """Makes the source in the states its system can be put in: here only "working"."""
 
-    states = ("working",)  # the checks that need "unauthorized", "unavailable"... are skipped
+    states: tuple[conformance.State, ...] = (
+        "working",
+    )  # the checks that need "unauthorized", "unavailable"... are skipped
     secrets = ("notebook-token",)  # what no model may read: credentials, addresses
 
     def __init__(self) -> None:

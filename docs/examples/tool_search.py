@@ -39,7 +39,9 @@ async def main() -> None:
             found = await session.call(
                 "tool_search", {"query": "what is on my to-do list", "limit": 1}
             )
-            print([tool["name"] for tool in found["tools"]])  # type: ignore[index, union-attr]
+            assert isinstance(found, dict)
+            assert isinstance(found["tools"], list)
+            print([tool["name"] for tool in found["tools"] if isinstance(tool, dict)])
         # --8<-- [end:hybrid]
 
         # --8<-- [start:presentation]
