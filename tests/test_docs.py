@@ -1,10 +1,12 @@
 """Every code example of the docs site is a file that runs here, so the docs cannot rot: a page
 includes each example (pymdownx snippets, ``--8<--``) rather than holding code of its own; each
-Python example runs, as a new user would run it, and prints what its ``.out`` file (which the page
-shows) says; each gateway configuration is one the gateway reads."""
+Python example, and the command lines of the command-line guide, run as a new user would run
+them and print what their ``.out`` file (which the page shows) says; each gateway configuration
+is one the gateway reads."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import subprocess
@@ -55,25 +57,56 @@ def test_every_code_example_in_the_docs_is_a_file_that_a_test_runs(language: str
 def test_every_example_file_is_shown_by_a_page() -> None:
     text = "".join(page.read_text() for page in PAGES)
     for path in sorted(EXAMPLES.iterdir()):
-        if path.suffix in {".py", ".toml", ".out", ".yaml"}:
+        if path.suffix in {".py", ".toml", ".out", ".yaml", ".sh"}:
             assert f'"{path.relative_to(ROOT)}' in text, f"{path.name} is shown by no page"
+
+
+def run(command: list[str], where: Path) -> subprocess.CompletedProcess[str]:
+    """``command`` run in ``where`` as a new user would (this environment's ``python`` and
+    ``amends-toolkit`` first on the PATH), which must succeed."""
+    done = subprocess.run(
+        command,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=where,
+        env={
+            **os.environ,
+            "PYTHONPATH": str(ROOT / "src"),
+            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+        },
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done
 
 
 @pytest.mark.parametrize("program", PROGRAMS, ids=lambda path: path.name)
 def test_each_example_runs_and_prints_what_its_page_shows(program: Path) -> None:
-    done = subprocess.run(
-        [sys.executable, str(program)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=program.parent,
-        env={**os.environ, "PYTHONPATH": str(ROOT / "src")},
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
+    done = run([sys.executable, "-W", "error", str(program)], program.parent)
     assert done.stderr == ""
     assert done.stdout == (EXAMPLES / f"{program.stem}.out").read_text()
+
+
+def test_the_command_lines_of_the_docs_print_what_their_page_shows() -> None:
+    done = run(["bash", "-e", "command_line.sh"], EXAMPLES)
+    assert done.stdout == (EXAMPLES / "command_line.out").read_text()
 
 
 @pytest.mark.parametrize("config", sorted(EXAMPLES.glob("*.toml")), ids=lambda path: path.name)
 def test_each_gateway_configuration_of_the_docs_is_one_the_gateway_reads(config: Path) -> None:
     load_config(config)
+
+
+def test_the_docstrings_roles_show_as_their_code_alone() -> None:
+    spec = importlib.util.spec_from_file_location("docs_hooks", DOCS / "hooks.py")
+    assert spec is not None
+    assert spec.loader is not None
+    hooks = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hooks)
+    html = (
+        "a :class:<code>~amends_toolkit.Failure</code>, :func:<code>amends_toolkit.assemble</code>"
+        " and :meth:<code>~Toolkit.call</code>"
+    )
+    assert hooks.on_page_content(html) == (
+        "a <code>Failure</code>, <code>amends_toolkit.assemble</code> and <code>call</code>"
+    )
