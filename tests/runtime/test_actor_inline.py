@@ -593,7 +593,7 @@ def held_frames(call: Coroutine[object, object, object]) -> list[str]:
 
 async def test_a_call_in_flight_over_an_actor_holds_only_the_frames_of_its_layers() -> None:
     # Each call in flight holds its chain of frames, and each of its wake-ups passes them all:
-    # no layer adds a frame of its own beyond these (the ref's methods are no coroutines).
+    # no layer adds a frame of its own beyond these (the session's, the toolkit's, the ref's).
     source = Honouring()
     async with Runtime() as runtime:
         ref = await running(runtime, source, max_concurrency=1, mailbox_size=0)
@@ -608,7 +608,7 @@ async def test_a_call_in_flight_over_an_actor_holds_only_the_frames_of_its_layer
             for call in (inline, sent, waiting):
                 tasks.start_soon(functools.partial(await_, call))
                 await anyio.wait_all_tasks_blocked()
-            assert held_frames(inline) == ["call", "invoke", "run_tool", "_inline"]
-            assert held_frames(sent) == ["call", "invoke", "run_tool", "_sent", "wait"]
-            assert held_frames(waiting) == ["call", "invoke", "run_tool", "_sent", "put"]
+            assert held_frames(inline) == ["call", "invoke", "run_tool", "call", "_inline"]
+            assert held_frames(sent) == ["call", "invoke", "run_tool", "call", "_sent", "wait"]
+            assert held_frames(waiting) == ["call", "invoke", "run_tool", "call", "_sent", "put"]
             source.release.set()

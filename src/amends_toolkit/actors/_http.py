@@ -45,7 +45,6 @@ from __future__ import annotations
 from collections import Counter
 from http import HTTPStatus
 from typing import TYPE_CHECKING, Protocol
-from urllib.parse import urlsplit
 
 import anyio
 
@@ -62,8 +61,8 @@ from amends_toolkit._errors import (
 )
 from amends_toolkit._json import MAX_DEPTH
 from amends_toolkit._log import get_logger
+from amends_toolkit._options import check_counts, check_name, check_seconds, check_url
 from amends_toolkit._peer import MAX_MODEL_TEXT, ClientSecrets, Secrets, cut
-from amends_toolkit.actors._limits import check_limits, check_seconds
 from amends_toolkit.protocols._body import (
     ACCEPT_ENCODING,
     AnswerTooLarge,
@@ -83,7 +82,6 @@ from amends_toolkit.protocols.http import (
     build_request,
     charset,
     check_client,
-    client_stream,
     client_url,
     join_url,
     network_failure,
@@ -181,8 +179,6 @@ class HttpSource:
         self._operations = {operation.definition.name: operation for operation in operations}
         self._definitions = tuple(operation.definition for operation in operations)
         self._client = client
-        # How a request is sent: the client's stream, or the same without its generator.
-        self._stream = client_stream(client, client.stream)
         # An operation without placeholders always goes to one URL: parsed once, the client's own.
         self._targets = {
             operation.definition.name: client_url(client, join_url(base_url, path))
@@ -221,14 +217,9 @@ class HttpSource:
 
         Cancellation stops the request and propagates.
         """
-        return await self._call(tool, input, checked=False)
+        return await self._call(tool, input)
 
-    async def call_checked(self, tool: str, input: JsonObject) -> JsonValue:
-        """:meth:`call` for an input a toolkit checked already: walked again only when the
-        source's ``max_depth`` is below the toolkit's (see :class:`~amends_toolkit.ToolSource`)."""
-        return await self._call(tool, input, checked=True)
-
-    async def _call(self, tool: str, input: JsonObject, *, checked: bool) -> JsonValue:
+    async def _call(self, tool: str, input: JsonObject) -> JsonValue:
         operation = self._operations.get(tool)
         if operation is None:
             raise NotFoundError(source=self._name, message=f"no operation named {tool!r}")
@@ -239,7 +230,6 @@ class HttpSource:
                 base_url=self._base_url,
                 max_body_size=self._max_body_size,
                 max_depth=self._max_depth,
-                checked=checked,
             )
         except InputRefused as error:
             raise InvalidInputError(source=self._name, message=str(error)) from None
@@ -284,7 +274,7 @@ class HttpSource:
         headers: list[tuple[str, str]],
         query: list[tuple[str, str]],
     ) -> JsonValue:
-        async with self._stream(
+        async with self._client.stream(
             wire.method,
             self._targets.get(tool, wire.url),
             content=wire.content,
@@ -420,17 +410,14 @@ def make(
         TypeError: a client that is not an async httpx-style client (a sync ``httpx.Client``
             among them), the message naming the fix.
     """
-    if not isinstance(name, str) or not name:
-        raise ValueError("name must be a non-empty string")
-    parts = urlsplit(base_url) if isinstance(base_url, str) else None
-    if parts is None or parts.scheme not in ("http", "https") or not parts.netloc:
-        raise ValueError(f"base_url must be an absolute http(s) URL, not {base_url!r}")
+    check_name(name, "shop")
+    parts = check_url("base_url", base_url, "https://api.example.com/v1")
     if parts.query or parts.fragment:
         raise ValueError("base_url may not hold a query or a fragment")
     check_seconds(timeout=timeout)
     check_client(client)
     client_url(client, base_url, name="base_url")
-    check_limits(
+    check_counts(
         max_answer_length=max_answer_length, max_body_size=max_body_size, max_depth=max_depth
     )
     operations = tuple(operations)

@@ -21,7 +21,6 @@ from collections.abc import Mapping
 from contextlib import asynccontextmanager
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Final, Literal, TypeAlias, TypeVar
-from urllib.parse import urlsplit
 
 import anyio
 import attrs
@@ -35,8 +34,9 @@ from amends_toolkit._errors import (
 )
 from amends_toolkit._json import MAX_DEPTH
 from amends_toolkit._log import get_logger
+from amends_toolkit._options import check_name, check_seconds, check_url
 from amends_toolkit._progress import listener
-from amends_toolkit.actors._limits import check_mcp_options, check_seconds
+from amends_toolkit.actors._limits import check_mcp_options
 from amends_toolkit.actors._mcp_errors import (
     WIRE_ERRORS,
     check_input,
@@ -236,12 +236,6 @@ class McpHttpSource:
         Cancellation stops the call and closes its response stream.
         """
         check_input(self._name, input, max_depth=self._max_depth)
-        return await self._bounded("tools/call", self._call(self._running(), tool, input))
-
-    async def call_checked(self, tool: str, input: JsonObject) -> JsonValue:
-        """:meth:`call` for an input a toolkit checked already: walked again only when the
-        source's ``max_depth`` is below the toolkit's (see :class:`~amends_toolkit.ToolSource`)."""
-        check_input(self._name, input, max_depth=self._max_depth, checked=True)
         return await self._bounded("tools/call", self._call(self._running(), tool, input))
 
     @asynccontextmanager
@@ -713,14 +707,8 @@ def http(
         TypeError: a client that is not an httpx-style async client (a sync ``httpx.Client``
             among them), the message naming the fix.
     """
-    if not isinstance(name, str) or not name:
-        raise ValueError("name must be a non-empty string, such as name='tasks'")
-    parts = urlsplit(url) if isinstance(url, str) else None
-    if parts is None or parts.scheme not in ("http", "https") or not parts.netloc:
-        raise ValueError(
-            "url must be an absolute http:// or https:// URL of the MCP endpoint, "
-            "such as 'https://example.com/mcp'"
-        )
+    check_name(name, "tasks")
+    check_url("url", url, "https://example.com/mcp")
     check_client(client)
     check_mcp_options(
         timeout=timeout,

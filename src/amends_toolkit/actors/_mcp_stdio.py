@@ -31,6 +31,7 @@ from amends_toolkit._errors import (
 )
 from amends_toolkit._json import MAX_DEPTH
 from amends_toolkit._log import get_logger
+from amends_toolkit._options import check_name
 from amends_toolkit._progress import listener
 from amends_toolkit.actors._limits import check_mcp_options
 from amends_toolkit.actors._mcp_errors import WIRE_ERRORS, check_input, error_for_rpc, wire_error
@@ -147,12 +148,6 @@ class McpStdioSource:
         Cancellation stops the call and tells the server with ``notifications/cancelled``.
         """
         check_input(self._name, input, max_depth=self._max_depth)
-        return await self._bounded("tools/call", lambda: self._call(tool, input))
-
-    async def call_checked(self, tool: str, input: JsonObject) -> JsonValue:
-        """:meth:`call` for an input a toolkit checked already: walked again only when the
-        source's ``max_depth`` is below the toolkit's (see :class:`~amends_toolkit.ToolSource`)."""
-        check_input(self._name, input, max_depth=self._max_depth, checked=True)
         return await self._bounded("tools/call", lambda: self._call(tool, input))
 
     @asynccontextmanager
@@ -345,8 +340,7 @@ def stdio(
             limit that is not a positive int.
         TypeError: ``args`` given as one string, or ``env`` not a mapping of strings.
     """
-    if not isinstance(name, str) or not name:
-        raise ValueError("name must be a non-empty string, such as name='files'")
+    check_name(name, "files")
     if not isinstance(command, str) or not command:
         raise ValueError("command must be the program to run, such as command='uvx'")
     if isinstance(args, str | bytes) or not isinstance(args, Sequence):

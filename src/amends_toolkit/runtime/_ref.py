@@ -155,17 +155,6 @@ class ActorRef:
         request = Call(tool, input, self._deadline(), listener())
         return cast("JsonValue", await self._ask(request))
 
-    def call_checked(self, tool: str, input: JsonObject) -> Awaitable[JsonValue]:
-        """:meth:`call` for an input checked already, as a toolkit does before every call:
-        the source's ``call_checked`` when it has one (see :class:`~amends_toolkit.ToolSource`).
-
-        Not a coroutine itself, as :meth:`_ask`: every call of a toolkit over an actor comes
-        here, and a call in flight holds one frame less (each of its wake-ups passes one less).
-        """
-        # No cast(): a Python call, and every call comes here.
-        request = Call(tool, input, self._deadline(), listener(), True)
-        return self._ask(request)  # type: ignore[return-value]
-
     def statistics(self) -> ActorStatistics:
         """Queued and running requests, restarts so far, and the actor's state."""
         return self._statistics()
