@@ -43,12 +43,10 @@ async def main() -> None:
     )
     assert gateway.stderr is not None
     stderr = BufferedByteReceiveStream(gateway.stderr)
-    while not (
-        serving := re.search(
-            rb"serving (\d+) tools at (\S+)", await stderr.receive_until(b"\n", 65536)
-        )
-    ):
-        pass  # the gateway says where it serves once it is ready; each line before is a note
+    serving = None
+    while serving is None:  # the gateway says where it serves once it is ready
+        line = await stderr.receive_until(b"\n", 65536)
+        serving = re.search(rb"serving (\d+) tools at (\S+)", line)
     print("serving", int(serving[1]), "tools")
     url = serving[2].decode()
     # --8<-- [end:serve]
