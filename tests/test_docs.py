@@ -1,8 +1,8 @@
-"""Every code example of the docs site is a file that runs here, so the docs cannot rot: a page
-includes each example (pymdownx snippets, ``--8<--``) rather than holding code of its own; each
-Python example, and the command lines of the command-line guide, run as a new user would run
-them and print what their ``.out`` file (which the page shows) says; each gateway configuration
-is one the gateway reads."""
+"""Every code example of the docs site runs here, so the docs cannot rot. A page includes each
+example from a file (pymdownx snippets, ``--8<--``); each Python example, and the command lines
+of the command-line guide, run as a new user would run them and print what their ``.out`` file
+(which the page shows) says; each gateway configuration is one the gateway reads. Code written
+in a page itself (Python, TOML) must run, or be read by the gateway, as it is."""
 
 from __future__ import annotations
 
@@ -40,18 +40,45 @@ def included(language: str) -> list[tuple[Path, str]]:
     ]
 
 
+def written(block: str) -> bool:
+    """Whether a block is code written in its page, not lines that include a file."""
+    lines = block.strip().splitlines()
+    included = [line for line in lines if SNIPPET.match(line)]
+    assert not included or len(included) == len(lines), f"code and an include in one block: {block}"
+    return not included
+
+
+# Code written in a page (as a guide another branch adds may have it) must run as it is.
+WRITTEN = [
+    pytest.param(language, body, id=f"{page.relative_to(DOCS)}:{number}")
+    for language in ("python", "toml")
+    for number, (page, body) in enumerate(included(language))
+    if written(body)
+]
+
+
 @pytest.mark.parametrize("language", ["python", "toml"])
-def test_every_code_example_in_the_docs_is_a_file_that_a_test_runs(language: str) -> None:
-    blocks = included(language)
+def test_every_file_a_page_includes_is_there(language: str) -> None:
+    blocks = [body for _, body in included(language) if not written(body)]
     assert blocks
-    for page, body in blocks:
-        lines = body.strip().splitlines()
-        assert all(SNIPPET.match(line) for line in lines), f"{page}: code written in the page"
-        for line in lines:
+    for body in blocks:
+        for line in body.strip().splitlines():
             match = SNIPPET.match(line)
             assert match
-            path = ROOT / match[1].split(":", 1)[0]
-            assert path.is_file(), f"{page}: {match[1]}"
+            assert (ROOT / match[1].split(":", 1)[0]).is_file(), match[1]
+
+
+@pytest.mark.parametrize(("language", "body"), WRITTEN)
+def test_code_written_in_a_page_runs_as_it_is(language: str, body: str, tmp_path: Path) -> None:
+    """Python runs as a program (in docs/examples/, beside the servers the examples start);
+    a gateway configuration is one the gateway reads."""
+    if language == "toml":
+        (tmp_path / "gateway.toml").write_text(body)
+        load_config(tmp_path / "gateway.toml")
+        return
+    program = tmp_path / "example.py"
+    program.write_text(body)
+    run([sys.executable, "-W", "error", str(program)], EXAMPLES)
 
 
 def test_every_example_file_is_shown_by_a_page() -> None:
