@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+import amends_toolkit
 from amends_toolkit.cli._config import load_config
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -137,3 +138,9 @@ def test_the_docstrings_roles_show_as_their_code_alone() -> None:
     assert hooks.on_page_content(html) == (
         "a <code>Failure</code>, <code>amends_toolkit.assemble</code> and <code>call</code>"
     )
+
+
+def test_every_public_name_has_its_entry_in_the_reference() -> None:
+    reference = "".join(page.read_text() for page in sorted((DOCS / "reference").glob("*.md")))
+    entries = set(re.findall(r"^::: amends_toolkit\.(\w+)$", reference, re.MULTILINE))
+    assert sorted(set(amends_toolkit.__all__) - entries) == []
