@@ -44,7 +44,7 @@ from __future__ import annotations
 
 from collections import Counter
 from http import HTTPStatus
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, TypeAlias
 
 import anyio
 
@@ -66,7 +66,6 @@ from amends_toolkit._peer import MAX_MODEL_TEXT, ClientSecrets, Secrets, cut
 from amends_toolkit.protocols._body import (
     ACCEPT_ENCODING,
     AnswerTooLarge,
-    RawResponse,
     UnreadableCoding,
     asks_codings,
     read_bounded,
@@ -75,6 +74,7 @@ from amends_toolkit.protocols._body import (
 from amends_toolkit.protocols.http import (
     MAX_BODY_SIZE,
     BoundedText,
+    HttpClient,
     InputRefused,
     Operation,
     UnreadableAnswer,
@@ -84,6 +84,7 @@ from amends_toolkit.protocols.http import (
     check_client,
     client_url,
     join_url,
+    library_of,
     network_failure,
     outcome,
     parse_answer,
@@ -91,47 +92,23 @@ from amends_toolkit.protocols.http import (
     retry_after,
 )
 from amends_toolkit.protocols.http._response import binary_media_type
+from amends_toolkit.runtime._deadlines import timed_out
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
-    from contextlib import AbstractAsyncContextManager
 
     from amends_toolkit._definitions import ToolDefinition
     from amends_toolkit._json import JsonObject, JsonValue
+    from amends_toolkit.protocols.http import HttpResponse
 
-__all__ = ("AsyncClient", "HttpSource", "Response", "client_error", "make")
+__all__ = ("AsyncClient", "HttpSource", "client_error", "make")
 
 _log = get_logger(__name__)
 
 
-class Response(RawResponse, Protocol):
-    """What the source reads of a streamed answer (httpx's and httpx2's ``Response``)."""
-
-    @property
-    def status_code(self) -> int: ...
-
-
-class AsyncClient(Protocol):
-    """The host's client: an ``httpx.AsyncClient`` or an ``httpx2.AsyncClient``.
-
-    Its ``headers`` and ``params`` (its credentials) win over any an input fills.
-    """
-
-    @property
-    def headers(self) -> Mapping[str, str]: ...
-
-    @property
-    def params(self) -> Mapping[str, str]: ...
-
-    def stream(
-        self,
-        method: str,
-        url: str,
-        *,
-        content: bytes | None = None,
-        params: tuple[tuple[str, str], ...] | None = None,
-        headers: list[tuple[str, str]] | None = None,
-    ) -> AbstractAsyncContextManager[Response]: ...
+AsyncClient: TypeAlias = HttpClient
+"""The host's client: an ``httpx.AsyncClient`` or an ``httpx2.AsyncClient`` (see
+:class:`~amends_toolkit.protocols.http.HttpClient`)."""
 
 
 # Errors of httpx and httpx2 (same names, two class trees), by the nearest class in the MRO.
@@ -149,7 +126,7 @@ _CLIENT_ERRORS: Mapping[str, type[ToolSourceError]] = {
 def client_error(error: BaseException) -> type[ToolSourceError] | None:
     """The reason an error of the client (httpx or httpx2) is, or ``None`` when it is none."""
     for cls in type(error).__mro__:
-        if cls.__module__.partition(".")[0] in ("httpx", "httpx2"):
+        if library_of(cls) is not None:
             reason = _CLIENT_ERRORS.get(cls.__name__)
             if reason is not None:
                 return reason
@@ -262,10 +239,7 @@ class HttpSource:
                 source=self._name, message=network_failure(wire.method, self._base_url, error)
             ) from None
         # Only the deadline ends the scope with neither an answer nor an error.
-        _log.info("call.timed_out", source=self._name, tool=tool, timeout=self._timeout)
-        raise UnavailableError(
-            source=self._name, message=f"no answer within {self._timeout} seconds"
-        )
+        raise timed_out(self._name, tool, "source's timeout", self._timeout)
 
     async def _send(
         self,
@@ -309,7 +283,7 @@ class HttpSource:
             message = f"The API answered {phrase}" + (f": {text}" if text else ".")
             raise CallFailedError(source=self._name, message=message)
 
-    async def _success(self, tool: str, response: Response, secrets: Secrets) -> JsonValue:
+    async def _success(self, tool: str, response: HttpResponse, secrets: Secrets) -> JsonValue:
         content_type = response.headers.get("content-type")
         media = binary_media_type(content_type)
         if media is not None:
@@ -346,7 +320,7 @@ class _Read(BoundedText):
     too_long = False
 
 
-async def _read_bytes(response: Response, limit: int) -> bytes | None:
+async def _read_bytes(response: HttpResponse, limit: int) -> bytes | None:
     """The body, or ``None`` as soon as it is longer than ``limit`` bytes."""
     # Inflated a piece at a time, as any answer is: a compressed bomb stops at the limit.
     try:
@@ -355,7 +329,7 @@ async def _read_bytes(response: Response, limit: int) -> bytes | None:
         return None
 
 
-async def _read(response: Response, limit: int, content_type: str | None) -> _Read:
+async def _read(response: HttpResponse, limit: int, content_type: str | None) -> _Read:
     body = _Read(limit=limit, encoding=charset(content_type))
     # Each piece read stops the reading once the text is too long or cannot be decoded.
     if not await read_pieces(response, lambda piece: body.feed(piece) and not body.undecodable):

@@ -83,6 +83,7 @@ from amends_toolkit.protocols.mcp._results import (
     resend_delay,
 )
 from amends_toolkit.runtime import StateLoop
+from amends_toolkit.runtime._deadlines import timed_out
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Awaitable, Callable
@@ -310,9 +311,7 @@ class McpHttpSource:
             if live.session is None:
                 live.session = await self._begin_session(live)
             return live.session
-        raise UnavailableError(
-            source=self._name, message=f"no answer within {self._timeout} seconds"
-        )
+        raise timed_out(self._name, "initialize", "source's timeout", self._timeout)
 
     async def listen_once(self, notified: Callable[[str], None]) -> None:
         """Hold one stream of the server's notifications open until it ends (see
@@ -338,9 +337,7 @@ class McpHttpSource:
                 return await operation
             except WIRE_ERRORS as error:
                 raise wire_error(self._name, error, method=method) from None
-        raise UnavailableError(
-            source=self._name, message=f"{method}: no answer within {self._timeout} seconds"
-        )
+        raise timed_out(self._name, method, "source's timeout", self._timeout)
 
     # Eras and sessions.
 

@@ -26,7 +26,6 @@ import attrs
 
 from amends_toolkit._errors import (
     CallFailedError,
-    UnavailableError,
     UnsupportedError,
 )
 from amends_toolkit._json import MAX_DEPTH
@@ -53,6 +52,7 @@ from amends_toolkit.protocols.mcp._results import (
 )
 from amends_toolkit.protocols.mcp._stdio import StdioConnection
 from amends_toolkit.runtime import StateLoop
+from amends_toolkit.runtime._deadlines import timed_out
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Awaitable, Callable
@@ -214,9 +214,7 @@ class McpStdioSource:
                 return await operation()
             except WIRE_ERRORS as error:
                 raise wire_error(self._name, error, method=method) from None
-        raise UnavailableError(
-            source=self._name, message=f"{method}: no answer within {self._timeout} seconds"
-        )
+        raise timed_out(self._name, method, "source's timeout", self._timeout)
 
     async def _ready(self) -> StdioConnection:
         """The connection, its session begun (once, however many calls ask at the same time)."""
@@ -237,9 +235,7 @@ class McpStdioSource:
         with anyio.move_on_after(self._timeout):
             live.version = await self._begin_session(live.connection)
             return
-        raise UnavailableError(
-            source=self._name, message=f"initialize: no answer within {self._timeout} seconds"
-        )
+        raise timed_out(self._name, "initialize", "source's timeout", self._timeout)
 
     async def _begin_session(self, connection: StdioConnection) -> str:
         reply = await connection.request("initialize", initialize_params(), cancellable=False)

@@ -60,11 +60,11 @@ from amends_toolkit._errors import (
     NoApproval,
     NotFoundError,
     ToolSourceError,
-    UnavailableError,
     UnknownError,
 )
 from amends_toolkit._json import JsonInput, JsonObject, JsonValue
 from amends_toolkit._log import get_logger
+from amends_toolkit.runtime._deadlines import timed_out
 from amends_toolkit.runtime._source import ToolSource
 from amends_toolkit.runtime._validation import InputValidator, validator_for
 
@@ -569,10 +569,7 @@ async def run_tool(
         if token is not None:
             _ASKING.reset(token)
     if deadline is not None and deadline.cancelled_caught:
-        _log.info("call.timed_out", tool=name, source=entry.source_name, timeout=timeout)
-        late = UnavailableError(
-            source=entry.source_name, message=f"the call took longer than {timeout} seconds"
-        )
+        late = timed_out(entry.source_name, name, "Session timeout", timeout)
         result = ToolResult.failed(late.to_failure(), late)
     if result.error is not None and options.on_error is not None:
         seen = options.on_error(name, result.error)
