@@ -169,6 +169,16 @@ def test_without_auth_the_file_reads_and_auth_is_none(tmp_path: Path) -> None:
             6,
             '"tools", "search" or "code"',
         ),
+        (
+            '[[sources]]\nname = "a"\nmcp = "http://x/mcp"\n[serve]\napproval_key = "s3cret"\n',
+            5,
+            'approval_key must take its value from the environment, as "${VAR}"',
+        ),
+        (
+            '[[sources]]\nname = "a"\nmcp = "http://x/mcp"\n[serve]\ncode_approval = "yes"\n',
+            5,
+            'code_approval must be "split" or "ask"',
+        ),
         ('[[sources]]\nname = "a"\nmcp = "http://x/mcp"\nauth = "oauth"\n', 4, "token_file"),
         (
             '[[sources]]\nname = "a"\nmcp = "http://x/mcp"\n[serve]\nmax_in_flight_per_caller = 0\n',

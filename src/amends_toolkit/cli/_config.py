@@ -18,9 +18,11 @@ The keys are binding (hosts rely on them)::
     port = 8765
     path = "/mcp"
     presentation = "tools"      # or "search", "code"
+    code_approval = "split"     # code: a tool that needs approval beside execute, or "ask" in code
     allowed_hosts = ["gw.example.com"]        # Host values a proxy in front forwards
     allowed_origins = ["https://app.example.com"]
     metrics_key = "${METRICS_KEY}"            # /metrics only with Authorization: Bearer <it>
+    approval_key = "${APPROVAL_KEY}"          # signs approvals' requestState (default: per process)
     limits_storage = "redis://127.0.0.1:6379" # profiles' calls per minute (default "memory://")
 
     [auth]                      # who may call: required (see cli/_auth.py)
@@ -108,6 +110,7 @@ _SERVE_KEYS: Final = frozenset(
         "port",
         "path",
         "presentation",
+        "code_approval",
         "refresh_interval",
         "grace",
         "call_timeout",
@@ -122,6 +125,7 @@ _SERVE_KEYS: Final = frozenset(
         "allowed_hosts",
         "allowed_origins",
         "metrics_key",
+        "approval_key",
         "limits_storage",
     )
 )
@@ -214,6 +218,10 @@ class ServeConfig:
     port: int = 8765
     path: str = "/mcp"
     presentation: Presentation = "tools"
+    code_approval: Literal["split", "ask"] = "split"
+    """Where code mode puts a tool that needs approval: beside ``execute`` (``"split"``), or
+    declared to the code (``"ask"``), each call of it from code asking as a direct call does
+    (the client that called, first)."""
     refresh_interval: float | None = None
     """Seconds between catalog refreshes; none when not given (SIGHUP and list_changed still)."""
     grace: float = 10.0
@@ -245,6 +253,9 @@ class ServeConfig:
     """``Origin`` values let in besides ``host``'s and loopback's (``https://app.example.com``)."""
     metrics_key: str | None = None
     """The template (``${VAR}``) of the key ``/metrics`` asks for; none: ``/metrics`` is open."""
+    approval_key: str | None = None
+    """The template (``${VAR}``) of the key that signs a 2026-07-28 approval question's
+    ``requestState``; none: a key of the process's own (a state is answered by it alone)."""
     limits_storage: str = "memory://"
     """Where profiles' ``calls_per_minute`` are counted: ``memory://`` (this process), or a
     Redis URL (``redis://``, ``rediss://``, ``redis+unix://``) that replicas share, written
@@ -710,6 +721,10 @@ class _Reader:
         if presentation not in PRESENTATIONS:
             raise fail('presentation must be "tools", "search" or "code"', "presentation")
         options["presentation"] = presentation
+        code_approval = raw.get("code_approval", "split")
+        if code_approval not in ("split", "ask"):
+            raise fail('code_approval must be "split" or "ask"', "code_approval")
+        options["code_approval"] = code_approval
         for key in (
             "refresh_interval",
             "grace",
@@ -772,6 +787,14 @@ class _Reader:
                     "metrics_key",
                 )
             options["metrics_key"] = raw["metrics_key"]
+        if "approval_key" in raw:
+            if not _is_key_template(raw["approval_key"]):
+                raise fail(
+                    'approval_key must take its value from the environment, as "${VAR}": '
+                    "a key written in the file is refused",
+                    "approval_key",
+                )
+            options["approval_key"] = raw["approval_key"]
         if "limits_storage" in raw:
             storage = raw["limits_storage"]
             if not (_is_key_template(storage) or _is_storage(storage)):

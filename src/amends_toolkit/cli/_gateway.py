@@ -60,11 +60,12 @@ from amends_toolkit._errors import (
     Failure,
     LimitExceeded,
     NameClash,
+    NoApproval,
     ToolSourceError,
 )
 from amends_toolkit._log import get_logger
 from amends_toolkit._peer import cut
-from amends_toolkit.adapters import Refused, caller_of
+from amends_toolkit.adapters import Refused, ask_client, caller_of, client_can_be_asked
 from amends_toolkit.adapters.mcp_front import SELECTED_SCOPE_KEY
 from amends_toolkit.cli._auth import KeyAuthenticator, OpenAuthenticator, expand_key, required_auth
 from amends_toolkit.cli._config import DEFAULT_PROFILE, ConfigError, Presentation, expand_header
@@ -123,6 +124,9 @@ MAX_UNNAMED_SHOWN = 10
 """Tools the note of those no pattern names lists (it counts them all; the log lists them all)."""
 MAX_CALLER_SHOWN = 100
 """The most characters of a caller's name (a token's ``sub``) a log line shows."""
+ASKED = "asked"
+"""The outcome and decision, in a call's log line, of a call answered ``input_required``: its
+client asks its person, and sends the call again with the answer (a line of its own)."""
 LIMITED = "refused_limits"
 """The outcome, in a call's log line and the failures metric, of a call refused for its
 profile's ``limits`` (it reached no source)."""
@@ -135,7 +139,8 @@ class _Call:
 
     code: str | None = None
     approved_by: str | None = None
-    """Who approved the call, when it needed approval and was approved (``"terminal"``)."""
+    """Who approved the call, when it needed approval and was approved (``"client"``, the
+    client that called, by its elicitation; ``"terminal"``)."""
 
 
 _CALL: contextvars.ContextVar[_Call | None] = contextvars.ContextVar("gateway_call", default=None)
@@ -254,6 +259,13 @@ class Gateway:
                 "metrics_key",
             )
         )
+        approval_key = (
+            None
+            if serve.approval_key is None
+            else expand_key(
+                serve.approval_key, what="[serve] approval_key", path=self.config.path
+            ).encode()
+        )
         async with AsyncExitStack() as stack:
             host_check = logging.getLogger("mcp.server.transport_security")
             host_check.addFilter(_host_refused)
@@ -288,8 +300,9 @@ class Gateway:
                 toolkits,
                 name="amends-toolkit",
                 version="0.1.0",
-                approve=self._ask if self.approve_on_terminal else self._refuse,
+                approve=self._approve,
                 select=self._select,
+                approval_key=approval_key,
             )
             self._served = self._signatures(self.front)
             self._tools = len(self._union(self.front))
@@ -452,7 +465,8 @@ class Gateway:
             t.needs_approval is not False for t in union.tools.values()
         ):
             self.output.note(
-                "calls that need approval will be refused: run with --approve-on-terminal "
+                "calls that need approval ask the client that called when it can be asked "
+                "(elicitation), and are refused otherwise: run with --approve-on-terminal "
                 "to be asked on this terminal"
             )
 
@@ -652,7 +666,7 @@ class Gateway:
             return tool_search(toolkit)
         if presentation == "code":
             assert self._sandbox is not None
-            return code_mode(toolkit, self._sandbox)
+            return code_mode(toolkit, self._sandbox, approval=self.config.serve.code_approval)
         return toolkit
 
     @staticmethod
@@ -702,7 +716,7 @@ class Gateway:
 
         async def called(
             ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
-        ) -> types.CallToolResult:
+        ) -> types.CallToolResult | types.InputRequiredResult:
             if self._draining:
                 return types.CallToolResult(
                     content=[types.TextContent(text="The gateway is stopping; call again later.")],
@@ -724,7 +738,12 @@ class Gateway:
             try:
                 async with self.limits.admitted(profile, who):
                     with calling_as(who):
-                        result = cast("types.CallToolResult", await call_tool(ctx, params))
+                        answered = await call_tool(ctx, params)
+                if isinstance(answered, types.InputRequiredResult):
+                    # The client is asked (2026-07-28): the call comes again with its answer.
+                    outcome = ASKED
+                    return answered
+                result = cast("types.CallToolResult", answered)
                 if result.is_error and record.code is None:
                     # Not the source's failure nor a refused approval: the toolkit refused the
                     # input before any source saw it.
@@ -752,7 +771,7 @@ class Gateway:
                     self._idle = anyio.Event()
                 self.metrics.record(
                     params.name if served else None,
-                    None if outcome == "ok" else outcome,
+                    None if outcome in ("ok", ASKED) else outcome,
                     seconds,
                     profile=profile,
                 )
@@ -779,6 +798,18 @@ class Gateway:
             ListenHandler(self._bus),
         )
 
+    async def _approve(self, name: str, input: JsonObject) -> bool:
+        """A call that needs approval asks the client that called when it can be asked, else
+        the terminal (``--approve-on-terminal``), else nobody (``ApprovalRequired``)."""
+        if not client_can_be_asked():
+            return await (self._ask if self.approve_on_terminal else self._refuse)(name, input)
+        try:
+            answer = await ask_client(name, input)
+        except NoApproval as undecided:
+            _note_code(undecided.code)
+            raise
+        return _approved(answer, by="client")
+
     async def _refuse(self, name: str, input: JsonObject) -> bool:
         _note_code("ApprovalRequired")
         raise ApprovalRequired("no approver: the gateway runs without --approve-on-terminal")
@@ -786,13 +817,7 @@ class Gateway:
     async def _ask(self, name: str, input: JsonObject) -> bool:
         async with self._ask_lock:  # one question at a time
             answer = await ask(approval_question(name, input))
-        if not answer:
-            _note_code("ApprovalDenied")
-        else:
-            record = _CALL.get()
-            if record is not None:
-                record.approved_by = "terminal"
-        return answer
+        return _approved(answer, by="terminal")
 
     # HTTP.
 
@@ -1000,11 +1025,12 @@ def _listen(host: str, port: int) -> socket.socket:
 def _decision(outcome: str, record: _Call) -> str:
     """What the audit line says was decided of a call: ``allowed``, ``approved by <whom>``,
     ``denied`` (a person did not approve it), ``unapproved`` (nobody could be asked, or nobody
-    decided in time), ``blocked`` (no tool of that name is
+    decided in time), ``asked`` (its client asks its person, in 2026-07-28, and sends the call
+    again), ``blocked`` (no tool of that name is
     served to the caller: blocked by its policy, outside its profile, or unknown), or
     ``refused_limits`` (its profile's limits); how it then went is its outcome."""
-    if outcome == LIMITED:
-        return LIMITED
+    if outcome in (LIMITED, ASKED):
+        return outcome
     if outcome == "NotFoundError" and record.code is None:
         return "blocked"
     if record.code == "ApprovalDenied":
@@ -1014,6 +1040,17 @@ def _decision(outcome: str, record: _Call) -> str:
     if record.approved_by is not None:
         return f"approved by {record.approved_by}"
     return "allowed"
+
+
+def _approved(answer: bool, *, by: str) -> bool:
+    """A person's decision, noted for the call's audit line: approved ``by`` whom, or denied."""
+    if not answer:
+        _note_code("ApprovalDenied")
+    else:
+        record = _CALL.get()
+        if record is not None:
+            record.approved_by = by
+    return answer
 
 
 def _note_code(code: str) -> None:

@@ -12,46 +12,21 @@ import json
 import os
 import sys
 import termios
-import unicodedata
 from typing import TYPE_CHECKING
 
 import anyio
+
+from amends_toolkit._peer import MAX_SHOWN, shown
 
 if TYPE_CHECKING:
     from amends_toolkit._json import JsonObject
 
 __all__ = ("MAX_SHOWN", "approval_question", "ask", "has_terminal", "shown")
 
-MAX_SHOWN = 4_000
-"""The most characters of a question's tool and input a person is shown; the rest is cut, and
-the question says how many characters were cut."""
 MAX_ANSWER = 64
 """The most bytes of a person's answer kept; a longer line is no answer (refused)."""
 TERMINAL = "/dev/tty"
 """The process's controlling terminal, where :func:`ask` asks."""
-
-# Controls (C0, DEL, C1), format characters (bidi embeddings, overrides and isolates, zero-width
-# characters, the BOM, tags), line and paragraph separators, surrogates, private use, unassigned.
-_HIDDEN = frozenset(("Cc", "Cf", "Zl", "Zp", "Cs", "Co", "Cn"))
-
-
-def shown(text: str, *, limit: int = MAX_SHOWN) -> str:
-    """``text`` as a terminal may show it: every character that is not plainly visible text
-    written as its escape (``\\x1b``, ``\\u202e``, ``\\U000e0041``), at most ``limit``
-    characters of it, then how many more there were."""
-    kept = "".join(_escape(c) if unicodedata.category(c) in _HIDDEN else c for c in text[:limit])
-    if len(text) > limit:
-        kept += f"... ({len(text) - limit:,} more characters not shown)"
-    return kept
-
-
-def _escape(character: str) -> str:
-    point = ord(character)
-    if point < 0x100:
-        return f"\\x{point:02x}"
-    if point < 0x10000:
-        return f"\\u{point:04x}"
-    return f"\\U{point:08x}"
 
 
 def approval_question(name: str, input: JsonObject) -> str:
