@@ -78,6 +78,7 @@ __all__ = (
     "ProfileConfig",
     "ServeConfig",
     "SourceConfig",
+    "TelemetryConfig",
     "expand_header",
     "is_env_template",
     "is_loopback",
@@ -102,7 +103,7 @@ _ENV_VALUE: Final = re.compile(
 _NAME: Final = re.compile(r"^[A-Za-z0-9_-]{1,32}$")
 _SOURCE_KEYS: Final = frozenset(
     ("name", "mcp", "stdio", "openapi", "base_url", "env", "cwd", "headers", "timeout", "auth",
-     "token_file", "redirect_uri")
+     "token_file", "redirect_uri", "propagate_trace")
 )  # fmt: skip
 _SERVE_KEYS: Final = frozenset(
     (
@@ -130,6 +131,7 @@ _SERVE_KEYS: Final = frozenset(
     )
 )
 _AUTH_KEYS: Final = frozenset(("type", "issuer", "audience", "scopes", "keys"))
+_TELEMETRY_KEYS: Final = frozenset(("otlp_endpoint", "service_name"))
 _OAUTH_ONLY: Final = ("issuer", "audience", "scopes")
 _ORIGIN: Final = re.compile(r"^https?://(\[[0-9A-Fa-f:.]+\]|[^/\s:\[\]]+)(:\d{1,5})?$")
 _HOST: Final = re.compile(r"^[^/\s@]+$")
@@ -164,6 +166,19 @@ class SourceConfig:
     auth: Literal["oauth"] | None = None
     token_file: Path | None = None
     redirect_uri: str = "http://127.0.0.1:8976/callback"
+    propagate_trace: bool = False
+    """openapi: send a traced call's ``traceparent`` header to the API."""
+
+
+@attrs.frozen(kw_only=True)
+class TelemetryConfig:
+    """The ``[telemetry]`` table: where the gateway's spans go (see docs/guides/tracing.md)."""
+
+    otlp_endpoint: str | None = None
+    """A collector's OTLP/HTTP base URL (``http://127.0.0.1:4318``); spans go to its
+    ``/v1/traces``. ``None``: the ``OTEL_EXPORTER_OTLP_*`` variables decide."""
+    service_name: str = "amends-toolkit"
+    """The ``service.name`` of the spans (``OTEL_SERVICE_NAME`` wins)."""
 
 
 @attrs.frozen(kw_only=True)
@@ -290,6 +305,7 @@ class GatewayConfig:
     auth: AuthConfig | None = None
     """None when the file has no ``[auth]``: the gateway does not start."""
     profiles: tuple[ProfileConfig, ...] = ()
+    telemetry: TelemetryConfig = TelemetryConfig()
 
 
 def load_config(path: Path) -> GatewayConfig:
@@ -380,11 +396,13 @@ class _Reader:
         return start
 
     def read(self, data: dict[str, object]) -> GatewayConfig:
-        unknown = sorted(set(data) - {"sources", "policy", "serve", "auth", "profiles"})
+        unknown = sorted(
+            set(data) - {"sources", "policy", "serve", "auth", "profiles", "telemetry"}
+        )
         if unknown:
             raise ConfigError(
                 f"{self.path}: unknown table or key {unknown[0]!r}; "
-                "the keys are [[sources]], [policy], [serve], [auth] and [[profiles]]"
+                "the keys are [[sources]], [policy], [serve], [auth], [[profiles]] and [telemetry]"
             )
         raw_sources = data.get("sources")
         if not isinstance(raw_sources, list) or not raw_sources:
@@ -425,6 +443,7 @@ class _Reader:
             serve=serve,
             auth=auth,
             profiles=profiles,
+            telemetry=self._telemetry(data.get("telemetry", {})),
         )
 
     def _profile(
@@ -639,6 +658,15 @@ class _Reader:
                 "redirect_uri must be http://127.0.0.1:PORT/PATH (the gateway listens there)",
                 "redirect_uri",
             )
+        propagate_trace = raw.get("propagate_trace", False)
+        if not isinstance(propagate_trace, bool):
+            raise fail("propagate_trace must be true or false", "propagate_trace")
+        if propagate_trace and kind != "openapi":
+            raise fail(
+                "propagate_trace is for openapi sources (an MCP server is always sent the trace "
+                "context in the request's _meta)",
+                "propagate_trace",
+            )
         return SourceConfig(
             name=name,
             kind=kind,
@@ -652,6 +680,7 @@ class _Reader:
             auth=auth,
             token_file=(self.path.parent / token_file) if isinstance(token_file, str) else None,
             redirect_uri=redirect_uri,
+            propagate_trace=propagate_trace,
         )
 
     def _table(
@@ -806,6 +835,25 @@ class _Reader:
                 )
             options["limits_storage"] = storage
         return ServeConfig(**options)  # type: ignore[arg-type]
+
+    def _telemetry(self, raw: object) -> TelemetryConfig:
+        raw, fail = self._table(raw, "telemetry", _TELEMETRY_KEYS)
+        endpoint = raw.get("otlp_endpoint")
+        if endpoint is not None and not (
+            isinstance(endpoint, str)
+            and _is_url(endpoint)
+            and not (parts := urlsplit(endpoint)).username
+            and not parts.query
+        ):
+            raise fail(
+                "otlp_endpoint must be a collector's http(s) URL without credentials, such as "
+                '"http://127.0.0.1:4318" (give its headers in OTEL_EXPORTER_OTLP_HEADERS)',
+                "otlp_endpoint",
+            )
+        service = raw.get("service_name", TelemetryConfig.__attrs_attrs__.service_name.default)
+        if not isinstance(service, str) or not service:
+            raise fail('service_name must be a name, such as "amends-toolkit"', "service_name")
+        return TelemetryConfig(otlp_endpoint=endpoint, service_name=service)
 
     def _auth(self, raw: object) -> AuthConfig:
         raw, fail = self._table(raw, "auth", _AUTH_KEYS)

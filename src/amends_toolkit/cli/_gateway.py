@@ -54,7 +54,7 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from amends_toolkit import adapters
+from amends_toolkit import _tracing, adapters
 from amends_toolkit._errors import (
     ApprovalRequired,
     Failure,
@@ -77,6 +77,7 @@ from amends_toolkit.cli._pinning import SessionPinning
 from amends_toolkit.cli._policy import GlobPolicy
 from amends_toolkit.cli._profiles import profile_of
 from amends_toolkit.cli._sources import build_source
+from amends_toolkit.cli._telemetry import exporting
 from amends_toolkit.cli._terminal import approval_question, ask, has_terminal
 from amends_toolkit.presentations import MontyRuntime, code_mode, tool_search
 from amends_toolkit.runtime import (
@@ -96,6 +97,7 @@ if TYPE_CHECKING:
     from limits.storage import Storage
     from mcp.server.context import ServerRequestContext
     from mcp.server.session import ServerSession
+    from opentelemetry.context import Context
     from starlette.applications import Starlette
     from starlette.requests import Request
     from starlette.routing import BaseRoute
@@ -267,6 +269,8 @@ class Gateway:
             ).encode()
         )
         async with AsyncExitStack() as stack:
+            # First in, last out: the spans of the last calls are sent after they end.
+            await stack.enter_async_context(exporting(self.config.telemetry))
             host_check = logging.getLogger("mcp.server.transport_security")
             host_check.addFilter(_host_refused)
             stack.callback(host_check.removeFilter, _host_refused)
@@ -724,6 +728,9 @@ class Gateway:
                 )
             record = _Call()
             token = _CALL.set(record)
+            # A trace the client sent in HTTP headers, not in params._meta (which the SDK's
+            # server continues itself): the call's spans join it.
+            continued = _tracing.attached(_client_trace(ctx))
             self._in_flight += 1
             started = time.perf_counter()
             scope = {} if ctx.request is None else cast("Request", ctx.request).scope
@@ -764,6 +771,8 @@ class Gateway:
                 raise
             finally:
                 seconds = time.perf_counter() - started
+                trace_id = _tracing.trace_id()
+                _tracing.detached(continued)
                 _CALL.reset(token)
                 self._in_flight -= 1
                 if self._in_flight == 0:
@@ -787,6 +796,7 @@ class Gateway:
                     era="session"
                     if ctx.protocol_version in HANDSHAKE_PROTOCOL_VERSIONS
                     else "stateless",
+                    trace_id=trace_id,
                     **_audited(caller),
                 )
 
@@ -971,6 +981,14 @@ def _caller(ctx: ServerRequestContext[Any]) -> str | None:
         if session:
             return "session " + session
     return None if request.client is None else "address " + request.client.host
+
+
+def _client_trace(ctx: ServerRequestContext[Any]) -> Context | None:
+    """The trace context of a call's HTTP request, when its ``params._meta`` has none."""
+    if ctx.meta is not None and ctx.meta.get("traceparent") is not None:
+        return None
+    request = ctx.request
+    return None if request is None else _tracing.extracted(cast("Request", request).headers)
 
 
 def _health(error: ToolSourceError) -> str:
