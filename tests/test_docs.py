@@ -26,7 +26,13 @@ FENCE = re.compile(r"^ *```(\w+)[^\n]*\n(.*?)^ *```$", re.MULTILINE | re.DOTALL)
 SNIPPET = re.compile(r'^--8<-- "([^"]+)"$')
 # A server the examples start as a subprocess, modules they import, and a set-up another test
 # runs (tests/test_log.py).
-NOT_PROGRAMS = {"tasks_server.py", "notes.py", "scripted_chat.py", "logging_setup.py"}
+NOT_PROGRAMS = {
+    "tasks_server.py",
+    "notes.py",
+    "scripted_chat.py",
+    "otlp_collector.py",
+    "logging_setup.py",
+}
 PROGRAMS = [ROOT / "examples" / "quickstart.py"] + [
     path for path in sorted(EXAMPLES.glob("*.py")) if path.name not in NOT_PROGRAMS
 ]
