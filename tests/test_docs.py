@@ -23,7 +23,7 @@ DOCS = ROOT / "docs"
 EXAMPLES = DOCS / "examples"
 PAGES = sorted(DOCS.rglob("*.md"))
 FENCE = re.compile(r"^ *```(\w+)[^\n]*\n(.*?)^ *```$", re.MULTILINE | re.DOTALL)
-SNIPPET = re.compile(r'^--8<-- "([^"]+)"$')
+SNIPPET = re.compile(r'^ *--8<-- "([^"]+)"$')
 # A server the examples start as a subprocess, modules they import, and a set-up another test
 # runs (tests/test_log.py).
 NOT_PROGRAMS = {
