@@ -67,6 +67,7 @@ from amends_toolkit._log import get_logger
 from amends_toolkit._peer import cut
 from amends_toolkit.adapters import Refused, ask_client, caller_of, client_can_be_asked
 from amends_toolkit.adapters.mcp_front import SELECTED_SCOPE_KEY
+from amends_toolkit.cli._approvals import GatewayApprovals
 from amends_toolkit.cli._auth import KeyAuthenticator, OpenAuthenticator, expand_key, required_auth
 from amends_toolkit.cli._config import DEFAULT_PROFILE, ConfigError, Presentation, expand_header
 from amends_toolkit.cli._connections import FILES_RESERVED, raise_open_files, timed_protocol
@@ -78,7 +79,7 @@ from amends_toolkit.cli._policy import GlobPolicy
 from amends_toolkit.cli._profiles import profile_of
 from amends_toolkit.cli._sources import build_source
 from amends_toolkit.cli._telemetry import exporting
-from amends_toolkit.cli._terminal import approval_question, ask, has_terminal
+from amends_toolkit.cli._terminal import has_terminal
 from amends_toolkit.presentations import MontyRuntime, code_mode, tool_search
 from amends_toolkit.runtime import (
     ActorRef,
@@ -141,8 +142,12 @@ class _Call:
 
     code: str | None = None
     approved_by: str | None = None
-    """Who approved the call, when it needed approval and was approved (``"client"``, the
-    client that called, by its elicitation; ``"terminal"``)."""
+    """Who approved the call, when it needed approval and was approved: ``"client"`` (the
+    client that called, by its elicitation), ``"terminal"``, ``"approver <caller id>"``."""
+    caller: str | None = None
+    """The caller's ``Caller.id`` (none for ``type = "none"``, whose id is an address)."""
+    profile: str = DEFAULT_PROFILE
+    """The profile that serves the caller."""
 
 
 _CALL: contextvars.ContextVar[_Call | None] = contextvars.ContextVar("gateway_call", default=None)
@@ -221,7 +226,7 @@ class Gateway:
         self._in_flight = 0
         self._idle = anyio.Event()
         self._refresh_wanted = anyio.Event()
-        self._ask_lock = anyio.Lock()
+        self.approval = GatewayApprovals(config, terminal=approve_on_terminal)
         self._sandbox: CodeRuntime | None = None
         self._served: dict[str, Signature] = {}
         self._tools = 0
@@ -278,6 +283,7 @@ class Gateway:
             received = stack.enter_context(
                 anyio.open_signal_receiver(signal.SIGHUP, signal.SIGINT, signal.SIGTERM)
             )
+            await stack.enter_async_context(self.approval.open())
             runtime = await stack.enter_async_context(Runtime())
             for source_config in self.config.sources:
                 built = await build_source(source_config, stack, on_list_changed=self.want_refresh)
@@ -465,13 +471,14 @@ class Gateway:
             union,
             failed={name: f"{e.reason}: {e.message}" for name, e in self.failed.items()},
         )
-        if not self.approve_on_terminal and any(
+        if not self.approval.has_approvers() and any(
             t.needs_approval is not False for t in union.tools.values()
         ):
             self.output.note(
                 "calls that need approval ask the client that called when it can be asked "
-                "(elicitation), and are refused otherwise: run with --approve-on-terminal "
-                "to be asked on this terminal"
+                "(elicitation), and are refused otherwise: give a profile approvers "
+                "(approval = { approvers = ... }, deciding at /approvals) or run with "
+                "--approve-on-terminal to be asked on this terminal"
             )
 
     async def _signals(self, received: AsyncIterator[int]) -> None:
@@ -741,6 +748,9 @@ class Gateway:
             served = params.name in front.toolkits.get(profile, ())
             outcome = "cancelled"
             who = _caller(ctx)
+            record.profile = profile
+            if caller is not None and caller.kind != "none":
+                record.caller = caller.id
             assert self.limits is not None
             try:
                 async with self.limits.admitted(profile, who):
@@ -809,25 +819,48 @@ class Gateway:
         )
 
     async def _approve(self, name: str, input: JsonObject) -> bool:
-        """A call that needs approval asks the client that called when it can be asked, else
-        the terminal (``--approve-on-terminal``), else nobody (``ApprovalRequired``)."""
-        if not client_can_be_asked():
-            return await (self._ask if self.approve_on_terminal else self._refuse)(name, input)
+        """Ask for a call's approval as its profile's ``approval`` says (see
+        ``cli/_approvals.py``); the call's record learns who approved it, or why not.
+
+        Raises:
+            ApprovalRequired: nobody could be asked.
+            ApprovalTimedOut: nobody decided in time.
+        """
+        record = _CALL.get() or _Call()
+        rule = self.approval.rule(record.profile)
         try:
-            answer = await ask_client(name, input)
+            if rule.by != "approvers" and client_can_be_asked():
+                approved, by = await ask_client(name, input), "client"
+            elif rule.by == "caller":
+                raise ApprovalRequired("by = caller, and the client declared no elicitation")
+            elif not self.approval.can_ask(record.profile):
+                raise ApprovalRequired(
+                    f"profile {record.profile!r} has no approvers and the client cannot be "
+                    "asked; there is no --approve-on-terminal"
+                )
+            else:
+                decided = await self.approval.approvals.request(
+                    name,
+                    input,
+                    caller=record.caller,
+                    profile=record.profile,
+                    source=self._source_of(record.profile, name),
+                    deadline=time.time() + rule.timeout,
+                )
+                approved, by = decided.approved is True, decided.decided_by or "approver"
         except NoApproval as undecided:
             _note_code(undecided.code)
             raise
-        return _approved(answer, by="client")
+        return _approved(approved, by=by)
 
-    async def _refuse(self, name: str, input: JsonObject) -> bool:
-        _note_code("ApprovalRequired")
-        raise ApprovalRequired("no approver: the gateway runs without --approve-on-terminal")
-
-    async def _ask(self, name: str, input: JsonObject) -> bool:
-        async with self._ask_lock:  # one question at a time
-            answer = await ask(approval_question(name, input))
-        return _approved(answer, by="terminal")
+    def _source_of(self, profile: str, name: str) -> str | None:
+        """The source a tool of ``profile`` reaches, if it reaches one."""
+        assert self.front is not None
+        toolkit = self.front.toolkits.get(profile)
+        try:
+            return None if toolkit is None else toolkit.source_tool(name)[0]
+        except KeyError:
+            return None  # a tool of a presentation (code mode's execute): no one source
 
     # HTTP.
 
@@ -874,7 +907,13 @@ class Gateway:
                 self.metrics.exposition(), media_type="text/plain; version=0.0.4; charset=utf-8"
             )
 
-        app.router.routes.extend([Route("/healthz", healthz), Route("/metrics", metrics)])
+        app.router.routes.extend(
+            [
+                Route("/healthz", healthz),
+                Route("/metrics", metrics),
+                *self.approval.routes(authenticator),
+            ]
+        )
         return app
 
     def _unready(self) -> str | None:
