@@ -78,15 +78,15 @@ def test_every_file_a_page_includes_is_there(language: str) -> None:
 
 @pytest.mark.parametrize(("language", "body"), WRITTEN)
 def test_code_written_in_a_page_runs_as_it_is(language: str, body: str, tmp_path: Path) -> None:
-    """Python runs as a program (in docs/examples/, beside the servers the examples start);
-    a gateway configuration is one the gateway reads."""
+    """Python runs as a program (in a directory of its own, for the files it writes); a
+    gateway configuration is one the gateway reads."""
     if language == "toml":
         (tmp_path / "gateway.toml").write_text(body)
         load_config(tmp_path / "gateway.toml")
         return
     program = tmp_path / "example.py"
     program.write_text(body)
-    run([sys.executable, "-W", "error", str(program)], EXAMPLES)
+    run([sys.executable, "-W", "error", str(program)], tmp_path)
 
 
 def test_every_example_file_is_shown_by_a_page() -> None:
