@@ -5,12 +5,16 @@ among them, in an error, a body or a result. Every text a model reads from a pee
 with the client's :class:`Secrets` before it is cut (so no cut leaves half a credential), and
 every text from outside that a failure holds (a server's words, an API's body, the echo of an
 input in a validation message) is cut to :data:`MAX_MODEL_TEXT` characters.
+
+The other way round, what a person reads of a model's words (a tool's input in an approval's
+question, on a terminal or in a client's form) is :func:`shown`: escaped, then cut.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import unicodedata
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Final
 from urllib.parse import parse_qsl, quote, quote_plus, urlsplit
@@ -20,12 +24,14 @@ if TYPE_CHECKING:
 
 __all__ = (
     "MAX_MODEL_TEXT",
+    "MAX_SHOWN",
     "NO_SECRETS",
     "REDACTED",
     "ClientSecrets",
     "Secrets",
     "cut",
     "cut_middle",
+    "shown",
 )
 
 MAX_MODEL_TEXT: Final = 500
@@ -49,6 +55,35 @@ _NOT_SECRET: Final = frozenset(
     }
 )
 """Headers an HTTP client sets by itself, which carry nothing of the host's."""
+
+
+MAX_SHOWN: Final = 4_000
+"""The most characters of a model's text (an approval question's tool and input) a person is
+shown; the rest is cut, and the text says how many characters were cut."""
+
+# Controls (C0, DEL, C1), format characters (bidi embeddings, overrides and isolates, zero-width
+# characters, the BOM, tags), line and paragraph separators, surrogates, private use, unassigned.
+_HIDDEN: Final = frozenset(("Cc", "Cf", "Zl", "Zp", "Cs", "Co", "Cn"))
+
+
+def shown(text: str, *, limit: int = MAX_SHOWN) -> str:
+    """``text`` as a person may be shown it (on a terminal, in a client's form): every character
+    that is not plainly visible text written as its escape (``\\x1b``, ``\\u202e``,
+    ``\\U000e0041``), so none can move a cursor, clear a screen, hide text or turn it around; at
+    most ``limit`` characters of it, then how many more there were."""
+    kept = "".join(_escape(c) if unicodedata.category(c) in _HIDDEN else c for c in text[:limit])
+    if len(text) > limit:
+        kept += f"... ({len(text) - limit:,} more characters not shown)"
+    return kept
+
+
+def _escape(character: str) -> str:
+    point = ord(character)
+    if point < 0x100:
+        return f"\\x{point:02x}"
+    if point < 0x10000:
+        return f"\\u{point:04x}"
+    return f"\\U{point:08x}"
 
 
 def cut(text: str, limit: int = MAX_MODEL_TEXT) -> str:

@@ -13,12 +13,21 @@ from amends_toolkit import adapters, runtime
 def test_the_adapters_namespace_is_pinned() -> None:
     assert at.adapters is adapters
     assert adapters.__all__ == (
+        "AlreadyDecided",
+        "ApprovalStore",
+        "Approvals",
         "Authenticator",
         "Caller",
+        "MemoryApprovalStore",
+        "PendingApproval",
         "Refused",
+        "SQLiteApprovalStore",
         "ToolCaller",
+        "UnknownApproval",
         "anthropic_tools",
+        "ask_client",
         "caller_of",
+        "client_can_be_asked",
         "mcp_server",
         "openai_responses_tools",
         "openai_tools",

@@ -45,6 +45,7 @@ from __future__ import annotations
 from collections import Counter
 from http import HTTPStatus
 from typing import TYPE_CHECKING, TypeAlias
+from urllib.parse import urlsplit
 
 import anyio
 
@@ -63,6 +64,7 @@ from amends_toolkit._json import MAX_DEPTH
 from amends_toolkit._log import get_logger
 from amends_toolkit._options import check_counts, check_name, check_seconds, check_url
 from amends_toolkit._peer import MAX_MODEL_TEXT, ClientSecrets, Secrets, cut
+from amends_toolkit._tracing import error_code, failed, injected, span, traced
 from amends_toolkit.protocols._body import (
     ACCEPT_ENCODING,
     AnswerTooLarge,
@@ -96,6 +98,8 @@ from amends_toolkit.runtime._deadlines import timed_out
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
+
+    from opentelemetry.trace import Tracer
 
     from amends_toolkit._definitions import ToolDefinition
     from amends_toolkit._json import JsonObject, JsonValue
@@ -150,9 +154,18 @@ class HttpSource:
         max_answer_length: int,
         max_body_size: int,
         max_depth: int = MAX_DEPTH,
+        propagate_trace: bool = False,
     ) -> None:
         self._name = name
         self._base_url = base_url
+        parts = urlsplit(base_url)
+        # What a span names of the API: its host and port, and its path before the template's.
+        self._server = (
+            parts.hostname or "",
+            parts.port or (443 if parts.scheme == "https" else 80),
+        )
+        self._base_path = parts.path.rstrip("/")
+        self._propagate_trace = propagate_trace
         self._operations = {operation.definition.name: operation for operation in operations}
         self._definitions = tuple(operation.definition for operation in operations)
         self._client = client
@@ -223,9 +236,63 @@ class HttpSource:
         # Only the codings read here (given only when the client does not ask for just those).
         if asks_codings(client):
             headers = [*headers, ("Accept-Encoding", ACCEPT_ENCODING)]
+        tracer = traced()
+        if tracer is None:
+            return await self._exchange(tool, wire, headers, query)
+        return await self._traced(tracer, operation, tool, wire, headers, query)
+
+    async def _traced(
+        self,
+        tracer: Tracer,
+        operation: Operation,
+        tool: str,
+        wire: WireRequest,
+        headers: list[tuple[str, str]],
+        query: list[tuple[str, str]],
+    ) -> JsonValue:
+        """:meth:`_exchange` in an HTTP client span named by the path's template (never the
+        URL, which holds the input's values), its ``traceparent`` sent when the host asked."""
+        template = self._base_path + operation.request.path
+        host, port = self._server
+        attributes: dict[str, str | float] = {
+            "http.request.method": wire.method,
+            "url.template": template,
+            "server.address": host,
+            "server.port": port,
+        }
+        with span(tracer, f"{wire.method} {template}", attributes, client=True) as made:
+            if self._propagate_trace:
+                carrier: dict[str, str] = {}
+                injected(carrier)
+                own = {key.lower() for key in self._client.headers}
+                if "traceparent" in carrier and "traceparent" not in own:
+                    headers = [*headers, ("traceparent", carrier["traceparent"])]
+            statuses: list[int] = []
+            try:
+                return await self._exchange(tool, wire, headers, query, statuses)
+            except Exception as error:
+                if not statuses:
+                    failed(made, error_code(error))
+                raise
+            finally:
+                if statuses:
+                    made.set_attribute("http.response.status_code", statuses[0])
+                    if statuses[0] >= 400:
+                        failed(made, str(statuses[0]))
+
+    async def _exchange(
+        self,
+        tool: str,
+        wire: WireRequest,
+        headers: list[tuple[str, str]],
+        query: list[tuple[str, str]],
+        statuses: list[int] | None = None,
+    ) -> JsonValue:
+        """Send the request and read its answer within ``timeout``, the client's errors as
+        reasons; the answer's status is added to ``statuses`` when given."""
         try:
             with anyio.move_on_after(self._timeout):
-                return await self._send(tool, wire, headers, query)
+                return await self._send(tool, wire, headers, query, statuses)
         except ToolSourceError:
             raise
         except UnreadableCoding as error:
@@ -247,6 +314,7 @@ class HttpSource:
         wire: WireRequest,
         headers: list[tuple[str, str]],
         query: list[tuple[str, str]],
+        statuses: list[int] | None,
     ) -> JsonValue:
         async with self._client.stream(
             wire.method,
@@ -259,6 +327,8 @@ class HttpSource:
             sent = [value for _, value in (*headers, *query)]
             secrets = self._secrets.current(response, sent)
             status = response.status_code
+            if statuses is not None:
+                statuses.append(status)
             kind = outcome(status)
             if kind == "success":
                 return await self._success(tool, response, secrets)
@@ -356,6 +426,7 @@ def make(
     max_answer_length: int = 200_000,
     max_body_size: int = MAX_BODY_SIZE,
     max_depth: int = MAX_DEPTH,
+    propagate_trace: bool = False,
 ) -> HttpSource:
     """A source of ``operations`` that sends their requests to ``base_url`` over ``client``.
 
@@ -377,6 +448,10 @@ def make(
             longer one is refused as ``InvalidInputError`` before anything is sent.
         max_depth: how deep a JSON answer (and an input) may nest; a deeper answer is
             ``InvalidResponseError``, a deeper input ``InvalidInputError``.
+        propagate_trace: send the W3C ``traceparent`` header of a traced call's span (see
+            docs/guides/tracing.md), so that the API's own spans join the host's trace. Off by
+            default: an API is a third party, and the header tells it the host's trace id. A
+            ``traceparent`` the client sets itself wins.
 
     Raises:
         ValueError: a bad option (a ``base_url`` the client cannot parse among them), or two
@@ -411,4 +486,5 @@ def make(
         max_answer_length=max_answer_length,
         max_body_size=max_body_size,
         max_depth=max_depth,
+        propagate_trace=bool(propagate_trace),
     )

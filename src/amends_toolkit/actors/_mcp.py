@@ -36,6 +36,7 @@ from amends_toolkit._json import MAX_DEPTH
 from amends_toolkit._log import get_logger
 from amends_toolkit._options import check_name, check_seconds, check_url
 from amends_toolkit._progress import listener
+from amends_toolkit._tracing import traced
 from amends_toolkit.actors._limits import check_mcp_options
 from amends_toolkit.actors._mcp_errors import (
     WIRE_ERRORS,
@@ -51,6 +52,7 @@ from amends_toolkit.actors._mcp_listen import (
     relay_list_changed,
 )
 from amends_toolkit.actors._mcp_listing import list_tools
+from amends_toolkit.actors._mcp_tracing import traced_request
 from amends_toolkit.protocols.http import check_client, outcome, retry_after
 from amends_toolkit.protocols.mcp._headers import HeaderMark, encode_value, param_headers
 from amends_toolkit.protocols.mcp._http import Answer, HttpClient, HttpWire, Unreachable
@@ -466,7 +468,43 @@ class McpHttpSource:
 
     # Requests.
 
-    async def _send(
+    def _send(
+        self,
+        live: _Live,
+        method: str,
+        params: JsonObject,
+        *,
+        name: str | None = None,
+        marks: Mapping[str, str] | None = None,
+        relay: _Relay | None = None,
+    ) -> Awaitable[Response | ErrorResponse]:
+        """Send one request in the era found and return its answer (a result or an error).
+
+        In a session, a 404 ends it: another is begun once and the request sent again.
+        Notifications before the answer go to ``relay``. A traced call's request is an MCP
+        client span whose context goes to the server in ``params._meta``.
+        """
+        tracer = traced()
+        if tracer is None:
+            return self._post(live, method, params, name=name, marks=marks, relay=relay)
+        return traced_request(
+            tracer,
+            method,
+            name,
+            params,
+            functools.partial(self._post, live, method, name=name, marks=marks, relay=relay),
+            transport="tcp",
+            session=functools.partial(self._session_now, live),
+        )
+
+    def _session_now(self, live: _Live) -> tuple[str | None, str | None]:
+        """The protocol version and the session id the last request was sent in."""
+        if live.era == "modern":
+            return MODERN_VERSION, None
+        session = live.session
+        return (None, None) if session is None else (session.version, session.id)
+
+    async def _post(
         self,
         live: _Live,
         method: str,
@@ -476,11 +514,6 @@ class McpHttpSource:
         marks: Mapping[str, str] | None = None,
         relay: _Relay | None = None,
     ) -> Response | ErrorResponse:
-        """Send one request in the era found and return its answer (a result or an error).
-
-        In a session, a 404 ends it: another is begun once and the request sent again.
-        Notifications before the answer go to ``relay``.
-        """
         # The era and the session are read where known: awaiting the functions that find them
         # would make a coroutine on every request.
         era = live.era if live.era is not None else await self._ensure_era(live)

@@ -32,10 +32,12 @@ from amends_toolkit._json import MAX_DEPTH
 from amends_toolkit._log import get_logger
 from amends_toolkit._options import check_name
 from amends_toolkit._progress import listener
+from amends_toolkit._tracing import traced
 from amends_toolkit.actors._limits import check_mcp_options
 from amends_toolkit.actors._mcp_errors import WIRE_ERRORS, check_input, error_for_rpc, wire_error
 from amends_toolkit.actors._mcp_listen import LIST_CHANGED
 from amends_toolkit.actors._mcp_listing import list_tools
+from amends_toolkit.actors._mcp_tracing import traced_request
 from amends_toolkit.protocols.mcp._jsonrpc import (
     MAX_MESSAGE_BYTES,
     SESSION_VERSIONS,
@@ -258,7 +260,20 @@ class McpStdioSource:
         on_notification: Callable[[Notification], Awaitable[None]] | None = None,
     ) -> JsonObject:
         connection = await self._ready()
-        reply = await connection.request(method, params, on_notification=on_notification)
+        tracer = traced()
+        if tracer is None:
+            reply = await connection.request(method, params, on_notification=on_notification)
+        else:
+            tool = params.get("name") if method == "tools/call" else None
+            reply = await traced_request(
+                tracer,
+                method,
+                tool if isinstance(tool, str) else None,
+                params,
+                functools.partial(connection.request, method, on_notification=on_notification),
+                transport="pipe",
+                session=lambda: (None if self._live is None else self._live.version, None),
+            )
         if isinstance(reply, ErrorResponse):
             raise error_for_rpc(self._name, reply, method=method)
         return reply.result

@@ -6,7 +6,13 @@ extra), the OpenAI Agents SDK's tools in :mod:`amends_toolkit.adapters.openai_ag
 ``openai-agents`` extra) and LangChain's in :mod:`amends_toolkit.adapters.langchain` (the
 ``langchain`` extra): each is imported when first read (``at.adapters.openai_agents.tools``), so
 this package imports without them. :func:`mcp_server` serves a toolkit as an MCP server; it
-imports :mod:`amends_toolkit.adapters.mcp_front` (the ``mcp-server`` extra) when called.
+imports :mod:`amends_toolkit.adapters.mcp_front` (the ``mcp-server`` extra) when called. Its
+:func:`ask_client` is an ``approve`` that asks the MCP client that called (when
+:func:`client_can_be_asked`).
+
+:class:`Approvals` asks approvers out of band: a call that needs approval waits, stored in an
+:class:`ApprovalStore` (:class:`MemoryApprovalStore`, :class:`SQLiteApprovalStore`), until a host's
+page (or the gateway's ``POST /approvals/{id}``) decides it.
 """
 
 from __future__ import annotations
@@ -15,6 +21,16 @@ import importlib
 from typing import TYPE_CHECKING, Final
 
 from amends_toolkit.adapters._anthropic import anthropic_tools, run_anthropic_tool_uses
+from amends_toolkit.adapters._approvals import (
+    AlreadyDecided,
+    Approvals,
+    ApprovalStore,
+    MemoryApprovalStore,
+    PendingApproval,
+    SQLiteApprovalStore,
+    UnknownApproval,
+)
+from amends_toolkit.adapters._asking import ask_client, client_can_be_asked
 from amends_toolkit.adapters._callers import Authenticator, Caller, Refused, caller_of
 from amends_toolkit.adapters._calls import ToolCaller
 from amends_toolkit.adapters._mcp_server import mcp_server
@@ -34,12 +50,21 @@ if TYPE_CHECKING:
     from amends_toolkit.adapters import pydantic_ai as pydantic_ai
 
 __all__ = (
+    "AlreadyDecided",
+    "ApprovalStore",
+    "Approvals",
     "Authenticator",
     "Caller",
+    "MemoryApprovalStore",
+    "PendingApproval",
     "Refused",
+    "SQLiteApprovalStore",
     "ToolCaller",
+    "UnknownApproval",
     "anthropic_tools",
+    "ask_client",
     "caller_of",
+    "client_can_be_asked",
     "mcp_server",
     "openai_responses_tools",
     "openai_tools",

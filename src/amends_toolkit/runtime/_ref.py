@@ -18,6 +18,7 @@ import attrs
 from amends_toolkit._errors import UnavailableError
 from amends_toolkit._log import get_logger
 from amends_toolkit._progress import listener
+from amends_toolkit._tracing import carried
 from amends_toolkit.runtime._deadlines import timed_out
 from amends_toolkit.runtime._messages import Call, Discover
 
@@ -154,7 +155,7 @@ class ActorRef:
         task) lets a ``BaseException`` that is no cancellation (``KeyboardInterrupt``,
         ``SystemExit``) reach the caller, as the source raised it.
         """
-        request = Call(tool, input, self._deadline(), listener())
+        request = Call(tool, input, self._deadline(), listener(), carried())
         return cast("JsonValue", await self._ask(request))
 
     def statistics(self) -> ActorStatistics:
