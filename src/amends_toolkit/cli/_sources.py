@@ -5,11 +5,17 @@ each source over a thin client of its own, built once, with that source's header
 environment) and, for ``auth = "oauth"``, the SDK's OAuth provider as its auth: the credentials
 are the client's, never the source's, and each source may hold at most :data:`MAX_PER_SOURCE` of
 the pool's connections to its upstream, so a slow upstream leaves connections to the others.
+
+A pool is a transport, and a client over a transport reads no proxy from the environment: so
+when the environment names a proxy (``HTTP_PROXY``, ``HTTPS_PROXY``, ``ALL_PROXY``, with
+``NO_PROXY``), each remote source has a client of its own instead, which honours them as httpx
+does (:func:`proxied`).
 """
 
 from __future__ import annotations
 
 import os
+import urllib.request
 from pathlib import Path
 from typing import TYPE_CHECKING, TypedDict
 
@@ -44,6 +50,12 @@ async def open_connections(stack: AsyncExitStack) -> http.Connections[httpx2.Asy
     return await stack.enter_async_context(
         http.Connections(httpx2.AsyncHTTPTransport(limits=limits), max_per_tenant=MAX_PER_SOURCE)
     )
+
+
+def proxied() -> bool:
+    """Whether the environment names a proxy for the sources' requests (read as the standard
+    library reads ``*_PROXY``: upper or lower case)."""
+    return not {"http", "https", "all"}.isdisjoint(urllib.request.getproxies())
 
 
 class Built:
@@ -111,9 +123,17 @@ async def build_source(
             redirect_handler=redirect,
             callback_handler=callback,
         )
-    if connections is None:
-        connections = await open_connections(stack)
-    client = connections.client(headers=headers, auth=auth)
+    if proxied():
+        limits = httpx2.Limits(
+            max_connections=MAX_PER_SOURCE, max_keepalive_connections=MAX_PER_SOURCE
+        )
+        client = await stack.enter_async_context(
+            httpx2.AsyncClient(headers=headers, auth=auth, limits=limits)
+        )
+    else:
+        if connections is None:
+            connections = await open_connections(stack)
+        client = connections.client(headers=headers, auth=auth)
     if config.kind == "mcp":
         return Built(
             mcp.http(
