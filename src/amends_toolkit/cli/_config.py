@@ -7,6 +7,11 @@ The keys are binding (hosts rely on them)::
     mcp = "https://tasks.example.com/mcp"     # or stdio = ["cmd", "arg"], or openapi = "doc.json"
     headers = { Authorization = "Bearer ${TASKS_TOKEN}" }   # values only from the environment
     timeout = 30
+    credentials = "shared"      # or "per-caller": each caller's own (see cli/_per_caller.py)
+
+    [credentials]               # where per-caller credentials are kept (cli/_credentials.py)
+    store = "tokens.db"         # SQLite beside this file, or "redis://host:6379/0" or "${VAR}"
+    max_callers = 1000          # each per-caller source's callers with an actor at once
 
     [policy]                    # globs over tools' names; the most restrictive match wins
     allow = ["tasks__list_*"]
@@ -69,6 +74,7 @@ __all__ = (
     "PRESENTATIONS",
     "AuthConfig",
     "ConfigError",
+    "CredentialsConfig",
     "GatewayConfig",
     "LimitsConfig",
     "MatchConfig",
@@ -76,6 +82,7 @@ __all__ = (
     "ProfileConfig",
     "ServeConfig",
     "SourceConfig",
+    "caller_secret",
     "expand_header",
     "is_env_template",
     "is_loopback",
@@ -97,10 +104,18 @@ _ENV_VALUE: Final = re.compile(
     r"^(?P<scheme>(?:Bearer|Basic|Token) )?\$\{(?P<var>[A-Za-z_][A-Za-z0-9_]*)\}$"
 )
 """A header value: ``${VAR}``, optionally after an auth scheme (a scheme word is no secret)."""
+_CALLER_VALUE: Final = re.compile(
+    r"^(?P<scheme>(?:Bearer|Basic|Token) )?\$\{caller:(?P<name>[A-Za-z0-9_-]{1,64})\}$"
+)
+"""A per-caller source's header value: ``${caller:NAME}``, the caller's secret NAME from the
+credential store, optionally after an auth scheme."""
+MAX_CALLERS: Final = 1_000
+"""Callers of one per-caller source with an actor (and a client) at once; past it the least
+recently served one's actor stops (its next call makes it again)."""
 _NAME: Final = re.compile(r"^[A-Za-z0-9_-]{1,32}$")
 _SOURCE_KEYS: Final = frozenset(
     ("name", "mcp", "stdio", "openapi", "base_url", "env", "cwd", "headers", "timeout", "auth",
-     "token_file", "redirect_uri")
+     "token_file", "redirect_uri", "credentials")
 )  # fmt: skip
 _SERVE_KEYS: Final = frozenset(
     (
@@ -125,6 +140,7 @@ _SERVE_KEYS: Final = frozenset(
         "limits_storage",
     )
 )
+_CREDENTIALS_KEYS: Final = frozenset(("store", "max_callers"))
 _AUTH_KEYS: Final = frozenset(("type", "issuer", "audience", "scopes", "keys"))
 _OAUTH_ONLY: Final = ("issuer", "audience", "scopes")
 _ORIGIN: Final = re.compile(r"^https?://(\[[0-9A-Fa-f:.]+\]|[^/\s:\[\]]+)(:\d{1,5})?$")
@@ -160,6 +176,9 @@ class SourceConfig:
     auth: Literal["oauth"] | None = None
     token_file: Path | None = None
     redirect_uri: str = "http://127.0.0.1:8976/callback"
+    credentials: Literal["shared", "per-caller"] = "shared"
+    """``shared``: one credential serves every caller (``headers``, ``auth``'s token file);
+    ``per-caller``: each caller's own, from the credential store, in an actor of its own."""
 
 
 @attrs.frozen(kw_only=True)
@@ -268,6 +287,17 @@ class AuthConfig:
 
 
 @attrs.frozen(kw_only=True)
+class CredentialsConfig:
+    """The ``[credentials]`` table: where per-caller credentials are kept."""
+
+    store: str
+    """A SQLite file's path (relative to the configuration's directory), or a Redis URL without
+    a password, or ``${VAR}`` naming either (see ``cli/_credentials.py``)."""
+    max_callers: int = MAX_CALLERS
+    """Callers of one per-caller source with an actor at once (see ``MAX_CALLERS``)."""
+
+
+@attrs.frozen(kw_only=True)
 class GatewayConfig:
     """A whole configuration file."""
 
@@ -279,6 +309,8 @@ class GatewayConfig:
     auth: AuthConfig | None = None
     """None when the file has no ``[auth]``: the gateway does not start."""
     profiles: tuple[ProfileConfig, ...] = ()
+    credentials: CredentialsConfig | None = None
+    """None when the file has no ``[credentials]``: no source may be per caller."""
 
 
 def load_config(path: Path) -> GatewayConfig:
@@ -316,6 +348,13 @@ def expand_header(template: str, environ: dict[str, str] | None = None) -> str:
     if not values.get(var):
         raise KeyError(var)
     return f"{match['scheme'] or ''}{values[var]}"
+
+
+def caller_secret(template: str) -> tuple[str, str] | None:
+    """A per-caller header's scheme word (``"Bearer "`` or ``""``) and the name of the caller's
+    secret it takes (``${caller:NAME}``); ``None`` for any other value."""
+    match = _CALLER_VALUE.match(template)
+    return None if match is None else (match["scheme"] or "", match["name"])
 
 
 def is_loopback(host: str) -> bool:
@@ -369,11 +408,13 @@ class _Reader:
         return start
 
     def read(self, data: dict[str, object]) -> GatewayConfig:
-        unknown = sorted(set(data) - {"sources", "policy", "serve", "auth", "profiles"})
+        unknown = sorted(
+            set(data) - {"sources", "policy", "serve", "auth", "profiles", "credentials"}
+        )
         if unknown:
             raise ConfigError(
-                f"{self.path}: unknown table or key {unknown[0]!r}; "
-                "the keys are [[sources]], [policy], [serve], [auth] and [[profiles]]"
+                f"{self.path}: unknown table or key {unknown[0]!r}; the keys are [[sources]], "
+                "[policy], [serve], [auth], [[profiles]] and [credentials]"
             )
         raw_sources = data.get("sources")
         if not isinstance(raw_sources, list) or not raw_sources:
@@ -396,6 +437,22 @@ class _Reader:
                 '(type = "keys") or tokens (type = "oauth")',
                 table="auth", key="type",
             )  # fmt: skip
+        credentials = self._credentials(data["credentials"]) if "credentials" in data else None
+        for i, source in enumerate(sources):
+            if source.credentials != "per-caller":
+                continue
+            if credentials is None:
+                raise self.fail(
+                    f'source {source.name!r} has credentials = "per-caller": add a '
+                    '[credentials] table naming where they are kept (store = "tokens.db")',
+                    table="sources", index=i, key="credentials",
+                )  # fmt: skip
+            if auth is None or auth.type == "none":
+                raise self.fail(
+                    f'source {source.name!r} has credentials = "per-caller", which needs callers '
+                    'the gateway knows: [auth] type = "keys" or "oauth"',
+                    table="sources", index=i, key="credentials",
+                )  # fmt: skip
         raw_profiles = data.get("profiles", [])
         if not isinstance(raw_profiles, list):
             raise self.fail("profiles must be tables, each written [[profiles]]", table="profiles")
@@ -414,6 +471,7 @@ class _Reader:
             serve=serve,
             auth=auth,
             profiles=profiles,
+            credentials=credentials,
         )
 
     def _profile(
@@ -600,11 +658,28 @@ class _Reader:
                 'headers must be a table, such as headers = { Authorization = "Bearer ${TOKEN}" }',
                 "headers",
             )
+        credentials = raw.get("credentials", "shared")
+        if credentials not in ("shared", "per-caller"):
+            raise fail('credentials must be "shared" or "per-caller"', "credentials")
+        if credentials == "per-caller" and kind == "stdio":
+            raise fail(
+                'credentials = "per-caller" is for mcp and openapi sources (a stdio server has '
+                "no caller's credentials to send)",
+                "credentials",
+            )
+        per_caller = credentials == "per-caller"
         for header, template in headers.items():
-            if not is_env_template(template):
+            if caller_secret(template) is not None and not per_caller:
+                raise fail(
+                    f'header {header!r} takes a caller\'s secret ("${{caller:NAME}}"), which '
+                    'needs credentials = "per-caller" on its source',
+                    "headers",
+                )
+            if not (is_env_template(template) or caller_secret(template) is not None):
                 raise fail(
                     f'header {header!r} must take its value from the environment, as "${{VAR}}" '
-                    '(or "Bearer ${VAR}"): a secret written in the file is refused',
+                    '(or "Bearer ${VAR}"), or from the caller\'s secrets, as '
+                    '"${caller:NAME}": a secret written in the file is refused',
                     "headers",
                 )
         timeout = raw.get("timeout")
@@ -614,7 +689,24 @@ class _Reader:
         if auth is not None and (auth != "oauth" or kind != "mcp"):
             raise fail('auth may only be "oauth", on an mcp source', "auth")
         token_file = raw.get("token_file")
-        if auth == "oauth" and not isinstance(token_file, str):
+        if per_caller and "token_file" in raw:
+            raise fail(
+                "a per-caller source keeps each caller's tokens in [credentials] store, "
+                "not in a token_file: remove it",
+                "token_file",
+            )
+        if (
+            per_caller
+            and auth is None
+            and not any(caller_secret(template) is not None for template in headers.values())
+        ):
+            raise fail(
+                'credentials = "per-caller" needs what is each caller\'s: auth = "oauth" (each '
+                'caller connects its account), or a header "${caller:NAME}" (a secret an admin '
+                "sets with amends-toolkit credentials set)",
+                "credentials",
+            )
+        if auth == "oauth" and not per_caller and not isinstance(token_file, str):
             raise fail(
                 'auth = "oauth" needs token_file = "PATH" (where the tokens are kept)', "auth"
             )
@@ -641,7 +733,32 @@ class _Reader:
             auth=auth,
             token_file=(self.path.parent / token_file) if isinstance(token_file, str) else None,
             redirect_uri=redirect_uri,
+            credentials=credentials,
         )
+
+    def _credentials(self, raw: object) -> CredentialsConfig:
+        raw, fail = self._table(raw, "credentials", _CREDENTIALS_KEYS)
+        store = raw.get("store")
+        if not isinstance(store, str) or not store:
+            raise fail(
+                'store must say where credentials are kept: a file (store = "tokens.db"), a '
+                'Redis URL without a password, or one from the environment ("${REDIS_URL}")',
+                "store",
+            )
+        if store.startswith("redis") and not _is_storage(store):
+            raise fail(
+                "a Redis store's URL has no password in the file: take it from the environment, "
+                'as store = "${REDIS_URL}"',
+                "store",
+            )
+        if "://" not in store and not _is_key_template(store):
+            store = str(self.path.parent / store)
+        options: dict[str, Any] = {"store": store}
+        if "max_callers" in raw:
+            if not _counted(raw["max_callers"]):
+                raise fail("max_callers must be a whole number above 0", "max_callers")
+            options["max_callers"] = raw["max_callers"]
+        return CredentialsConfig(**options)
 
     def _table(
         self, raw: object, table: str, known: frozenset[str]

@@ -66,10 +66,11 @@ from amends_toolkit.cli._connections import FILES_RESERVED, raise_open_files, ti
 from amends_toolkit.cli._limits import CallerLimits, limits_storage
 from amends_toolkit.cli._metrics import GatewayMetrics
 from amends_toolkit.cli._output import silence
+from amends_toolkit.cli._per_caller import serving
 from amends_toolkit.cli._pinning import SessionPinning
 from amends_toolkit.cli._policy import GlobPolicy
 from amends_toolkit.cli._profiles import profile_of
-from amends_toolkit.cli._sources import build_source
+from amends_toolkit.cli._sources import build_per_caller, build_source
 from amends_toolkit.cli._terminal import approval_question, ask, has_terminal
 from amends_toolkit.presentations import MontyRuntime, code_mode, tool_search
 from amends_toolkit.runtime import (
@@ -78,6 +79,7 @@ from amends_toolkit.runtime import (
     Runtime,
     ToolEntry,
     Toolkit,
+    ToolSource,
     assemble,
     calling_as,
 )
@@ -98,6 +100,7 @@ if TYPE_CHECKING:
     from amends_toolkit.adapters import Authenticator, Caller
     from amends_toolkit.adapters.mcp_front import ToolkitServer
     from amends_toolkit.cli._config import AuthConfig, GatewayConfig, ServeConfig
+    from amends_toolkit.cli._credentials import CredentialStore
     from amends_toolkit.cli._output import Output
     from amends_toolkit.presentations import CodeRuntime
 
@@ -191,6 +194,9 @@ class Gateway:
             )
         self.limits: CallerLimits | None = None
         self.refs: dict[str, ActorRef] = {}
+        """The actors of the shared sources (each per-caller source's are its own)."""
+        self.sources: dict[str, ToolSource] = {}
+        """Every source, in the configuration's order: an actor, or a per-caller source."""
         self.catalog: dict[str, tuple[ToolDefinition, ...]] = {}
         self.failed: dict[str, ToolSourceError] = {}
         self.discovered: set[str] = set()
@@ -257,15 +263,38 @@ class Gateway:
                 anyio.open_signal_receiver(signal.SIGHUP, signal.SIGINT, signal.SIGTERM)
             )
             runtime = await stack.enter_async_context(Runtime())
+            store = await self._credential_store(stack)
+            # Where per-caller sources stop the actors they let go; left before the runtime.
+            evictions = await stack.enter_async_context(anyio.create_task_group())
+            spawn = {
+                "call_timeout": serve.call_timeout,
+                "max_per_caller": serve.max_in_flight_per_caller,
+            }
             for source_config in self.config.sources:
-                built = await build_source(source_config, stack, on_list_changed=self.want_refresh)
+                if source_config.credentials == "per-caller":
+                    assert store is not None  # checked when the configuration was read
+                    assert self.config.credentials is not None
+                    built = await build_per_caller(
+                        source_config,
+                        stack,
+                        runtime=runtime,
+                        store=store,
+                        tasks=evictions,
+                        max_callers=self.config.credentials.max_callers,
+                        spawn=spawn,
+                        on_list_changed=self.want_refresh,
+                    )
+                else:
+                    built = await build_source(
+                        source_config, stack, on_list_changed=self.want_refresh
+                    )
                 for skip in built.skipped:
                     self.output.note(f"{source_config.name}: skipped {skip}")
-                self.refs[source_config.name] = await runtime.spawn(
-                    built.source,
-                    call_timeout=serve.call_timeout,
-                    max_per_caller=serve.max_in_flight_per_caller,
-                )
+                if source_config.credentials == "per-caller":
+                    self.sources[source_config.name] = built.source
+                else:
+                    ref = await runtime.spawn(built.source, **spawn)  # type: ignore[arg-type]
+                    self.sources[source_config.name] = self.refs[source_config.name] = ref
             if any(profile.presentation == "code" for profile in self.profiles):
                 self._sandbox = await stack.enter_async_context(MontyRuntime())
             with self.output.status("Discovering the sources' tools"):
@@ -357,6 +386,24 @@ class Gateway:
         if auth.type == "none":
             return OpenAuthenticator()
         return None
+
+    async def _credential_store(self, stack: AsyncExitStack) -> CredentialStore | None:
+        """``[credentials] store``, opened under the key from the environment; none without a
+        ``[credentials]`` table.
+
+        Raises:
+            ConfigError: no key, a wrong key, or a store that cannot be opened.
+        """
+        if self.config.credentials is None:
+            return None
+        from amends_toolkit.cli._credentials import StoreError, open_store
+
+        try:
+            store = await open_store(self.config.credentials.store)
+        except StoreError as error:
+            raise ConfigError(f"{self.config.path}: [credentials] {error}") from None
+        stack.push_async_callback(store.aclose)
+        return store
 
     def _limits_storage(self) -> Storage:
         """``[serve] limits_storage``, its ``${VAR}`` expanded.
@@ -536,9 +583,9 @@ class Gateway:
         """Every source's catalog, listed again; one that fails to list keeps its last."""
         catalog = dict(self.catalog)
 
-        async def one(name: str, ref: ActorRef) -> None:
+        async def one(name: str, source: ToolSource) -> None:
             try:
-                catalog[name] = tuple(await ref.discover())
+                catalog[name] = tuple(await source.discover())
             except ToolSourceError as error:
                 self.failed[name] = error
                 # The whole message (it may name an address or a command) is the operator's.
@@ -553,8 +600,8 @@ class Gateway:
             self.discovered.add(name)
 
         async with anyio.create_task_group() as tasks:
-            for name, ref in self.refs.items():
-                tasks.start_soon(one, name, ref)
+            for name, source in self.sources.items():
+                tasks.start_soon(one, name, source)
         return catalog
 
     def _assemble(
@@ -571,8 +618,8 @@ class Gateway:
             NameClash: tools of the catalogs that would share one name.
         """
         members = [
-            Member(ref, catalog.get(name, ()))
-            for name, ref in self.refs.items()
+            Member(source, catalog.get(name, ()))
+            for name, source in self.sources.items()
             if profile.sources is None or name in profile.sources
         ]
         policy = profile.policy
@@ -717,7 +764,7 @@ class Gateway:
             assert self.limits is not None
             try:
                 async with self.limits.admitted(profile, who):
-                    with calling_as(who):
+                    with calling_as(who), serving(caller):
                         result = cast("types.CallToolResult", await call_tool(ctx, params))
                 if result.is_error and record.code is None:
                     # Not the source's failure nor a refused approval: the toolkit refused the
@@ -814,7 +861,7 @@ class Gateway:
                 body["why"] = why
             body["sources"] = {
                 name: _health(self.failed[name]) if name in self.failed else "ok"
-                for name in self.refs
+                for name in self.sources
             }
             body["tools"] = self._tools
             return JSONResponse(body, status_code=200 if why is None else 503)
@@ -842,10 +889,10 @@ class Gateway:
         down after a discovery keeps its tools: its calls fail until it is back, the rest
         answer). A gateway whose every source failed serves nothing: a balancer should send
         agents elsewhere."""
-        if not self.discovered >= set(self.refs):
+        if not self.discovered >= set(self.sources):
             return "discovering the sources"
         if self.failed and not any(self.catalog.values()):
-            return f"no source has tools to serve: {len(self.failed)} of {len(self.refs)} failed"
+            return f"no source has tools to serve: {len(self.failed)} of {len(self.sources)} failed"
         return None
 
 

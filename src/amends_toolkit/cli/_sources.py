@@ -2,7 +2,8 @@
 
 The gateway builds one HTTP client per remote source, once, with that source's headers (read
 from the environment) and, for ``auth = "oauth"``, the SDK's OAuth provider as its auth: the
-credentials are the client's, never the source's.
+credentials are the client's, never the source's. A per-caller source has one connection pool
+and a client per caller over it, carrying that caller's credentials (``cli/_per_caller.py``).
 """
 
 from __future__ import annotations
@@ -14,19 +15,26 @@ from typing import TYPE_CHECKING, TypedDict
 import httpx2
 
 from amends_toolkit import http, mcp, openapi
-from amends_toolkit.cli._config import ConfigError, SourceConfig, expand_header
+from amends_toolkit._errors import ConnectionRequired
+from amends_toolkit.cli._config import ConfigError, SourceConfig, caller_secret, expand_header
+from amends_toolkit.cli._per_caller import PerCallerSource, SharedTransport, tenant_client
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Mapping
     from contextlib import AsyncExitStack
 
-    from amends_toolkit.openapi import Skipped
-    from amends_toolkit.runtime import ToolSource
+    from anyio.abc import TaskGroup
 
-__all__ = ("Built", "build_source", "source_from_argument")
+    from amends_toolkit.cli._credentials import CredentialStore
+    from amends_toolkit.openapi import Skipped
+    from amends_toolkit.runtime import Runtime, ToolSource
+
+__all__ = ("Built", "build_per_caller", "build_source", "source_from_argument")
 
 MAX_CONNECTIONS = 1024
-"""Connections a source's client may hold at once: a gateway runs many calls concurrently."""
+"""Connections a source's client may hold at once: a gateway runs many calls concurrently (a
+per-caller source's callers share one pool of as many)."""
+_LIMITS = httpx2.Limits(max_connections=MAX_CONNECTIONS, max_keepalive_connections=MAX_CONNECTIONS)
 
 
 class Built:
@@ -70,15 +78,7 @@ async def build_source(
                 on_list_changed=on_list_changed,
             )
         )
-    headers: dict[str, str] = {}
-    for header, template in config.headers.items():
-        try:
-            headers[header] = expand_header(template)
-        except KeyError as missing:
-            raise ConfigError(
-                f"source {config.name!r}: header {header!r} needs the environment variable "
-                f"{missing.args[0]}, which is not set"
-            ) from None
+    headers = _headers(config)
     auth = None
     if config.auth == "oauth":
         from amends_toolkit.cli._oauth import FileTokenStorage, loopback_handlers, oauth_provider
@@ -93,24 +93,117 @@ async def build_source(
             callback_handler=callback,
         )
     client = await stack.enter_async_context(
-        httpx2.AsyncClient(
-            headers=headers,
-            auth=auth,
-            limits=httpx2.Limits(
-                max_connections=MAX_CONNECTIONS, max_keepalive_connections=MAX_CONNECTIONS
+        httpx2.AsyncClient(headers=headers, auth=auth, limits=_LIMITS)
+    )
+    make, skipped = _remote(config, on_list_changed=on_list_changed)
+    return Built(make(client), skipped=skipped)
+
+
+async def build_per_caller(
+    config: SourceConfig,
+    stack: AsyncExitStack,
+    *,
+    runtime: Runtime,
+    store: CredentialStore,
+    tasks: TaskGroup,
+    max_callers: int,
+    spawn: Mapping[str, object],
+    on_list_changed: Callable[[], None] | None = None,
+) -> Built:
+    """The source of a ``credentials = "per-caller"`` table: a :class:`PerCallerSource` whose
+    callers' clients share one connection pool, closed when ``stack`` closes.
+
+    Raises:
+        ConfigError: a header's variable is not set, or the OpenAPI document cannot be read.
+    """
+    shared = _headers(config)  # ${VAR} headers: the operator's, the same for every caller
+    secret_headers = {
+        header: found
+        for header, template in config.headers.items()
+        if (found := caller_secret(template)) is not None
+    }
+    transport = httpx2.AsyncHTTPTransport(limits=_LIMITS)
+    stack.push_async_callback(transport.aclose)
+    pool = SharedTransport(transport)
+    make, skipped = _remote(config, on_list_changed=on_list_changed)
+
+    def missing(names: list[str]) -> ConnectionRequired:
+        return ConnectionRequired(
+            source=config.name,
+            message=(
+                f"This caller has no {' and no '.join(repr(n) for n in names)} of its own for "
+                f"the source {config.name!r}: ask the gateway's operator to set it "
+                "(amends-toolkit credentials set)."
             ),
         )
+
+    async def build(
+        caller: str, values: Mapping[str, str]
+    ) -> tuple[ToolSource, httpx2.AsyncClient]:
+        absent = [name for _, name in secret_headers.values() if name not in values]
+        if absent:
+            raise missing(sorted(set(absent)))
+        headers = dict(shared)
+        for header, (scheme, name) in secret_headers.items():
+            headers[header] = scheme + values[name]
+        client = tenant_client(pool, headers)
+        return make(client), client
+
+    names = sorted({name for _, name in secret_headers.values()})
+    return Built(
+        PerCallerSource(
+            name=config.name,
+            runtime=runtime,
+            store=store,
+            build=build,
+            tasks=tasks,
+            max_callers=max_callers,
+            spawn=spawn,
+            not_connected=lambda caller: missing(names),
+        ),
+        skipped=skipped,
     )
+
+
+def _headers(config: SourceConfig) -> dict[str, str]:
+    """The source's ``${VAR}`` headers, from the environment (``${caller:NAME}`` ones are each
+    caller's: see :func:`build_per_caller`).
+
+    Raises:
+        ConfigError: a header's variable is not set.
+    """
+    headers: dict[str, str] = {}
+    for header, template in config.headers.items():
+        if caller_secret(template) is not None:
+            continue
+        try:
+            headers[header] = expand_header(template)
+        except KeyError as missing:
+            raise ConfigError(
+                f"source {config.name!r}: header {header!r} needs the environment variable "
+                f"{missing.args[0]}, which is not set"
+            ) from None
+    return headers
+
+
+def _remote(
+    config: SourceConfig, *, on_list_changed: Callable[[], None] | None
+) -> tuple[Callable[[httpx2.AsyncClient], ToolSource], tuple[Skipped, ...]]:
+    """How the source of an mcp or openapi table is made over a client (its OpenAPI document
+    read once, here), and the operations it skipped.
+
+    Raises:
+        ConfigError: the OpenAPI document cannot be read.
+    """
+    timed: _Timed = {} if config.timeout is None else {"timeout": config.timeout}
     if config.kind == "mcp":
-        return Built(
-            mcp.http(
-                name=config.name,
-                url=config.target,
-                client=client,
-                **timed,
-                on_list_changed=on_list_changed,
-            )
-        )
+        return lambda client: mcp.http(
+            name=config.name,
+            url=config.target,
+            client=client,
+            **timed,
+            on_list_changed=on_list_changed,
+        ), ()
     try:
         document = openapi.read_document(config.target)
         read = openapi.read_operations(document)
@@ -121,16 +214,15 @@ async def build_source(
     except openapi.DocumentError as error:
         raise ConfigError(f"source {config.name!r}: {config.target}: {error}") from None
     assert config.base_url is not None  # checked when the configuration was read
-    return Built(
-        http.make(
-            name=config.name,
-            base_url=config.base_url,
-            operations=read.operations,
-            client=client,
-            **timed,
-        ),
-        skipped=read.skipped,
-    )
+    base_url = config.base_url
+
+    return lambda client: http.make(
+        name=config.name,
+        base_url=base_url,
+        operations=read.operations,
+        client=client,
+        **timed,
+    ), read.skipped
 
 
 def _expand_env(config: SourceConfig, value: str) -> str:
