@@ -343,7 +343,7 @@ def _opened(
         if value is None:
             # Sealed for another row or under another key: the operator's to look into; the
             # caller is as one that has not connected.
-            _log.warning("credentials.unopened", source=source, name=name)
+            _log.warning("credentials.unopened", source=source, secret=name)
         else:
             values[name] = value
     return values
