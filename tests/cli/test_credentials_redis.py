@@ -4,6 +4,8 @@ without its key."""
 
 from __future__ import annotations
 
+from typing import cast
+
 import pytest
 import redis
 
@@ -27,11 +29,9 @@ async def test_two_replicas_share_one_store_and_it_is_sealed(redis_url: str) -> 
     assert await second.values("key:bob", "gitlab") == {}
     assert await second.entries() == [("key:alice", "gitlab", "token")]
     raw = redis.Redis.from_url(redis_url)
+    hashes = [name for name in cast("list[bytes]", raw.keys("*")) if raw.type(name) == b"hash"]
     dumped = b"".join(
-        value
-        for name in raw.keys("*")
-        if raw.type(name) == b"hash"
-        for value in raw.hvals(name)  # type: ignore[union-attr]
+        value for name in hashes for value in cast("list[bytes]", raw.hvals(name.decode()))
     )
     assert dumped
     assert SECRET.encode() not in dumped

@@ -52,7 +52,7 @@ def upstream_app() -> Any:
         """The account the call was made as."""
         request = ctx.request_context.request
         assert request is not None
-        token = request.headers["authorization"].removeprefix("Bearer ")
+        token = str(request.headers["authorization"]).removeprefix("Bearer ")
         return ACCOUNTS[token]
 
     @server.tool()
@@ -60,7 +60,7 @@ def upstream_app() -> Any:
         """A leaky upstream: the Authorization header it was sent, as it was sent."""
         request = ctx.request_context.request
         assert request is not None
-        return "you sent " + request.headers["authorization"]
+        return "you sent " + str(request.headers["authorization"])
 
     app = server.streamable_http_app(stateless_http=False, json_response=True)
 
