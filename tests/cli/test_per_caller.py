@@ -76,6 +76,7 @@ async def test_each_caller_has_its_own_actor_and_the_held_ones_are_bounded(
             max_callers=2,
             spawn={},
             not_connected=lambda who: ConnectionRequired(source="up", message=f"connect {who}"),
+            watched=frozenset({"token"}),
         )
 
         async def call(name: str) -> JsonValue:

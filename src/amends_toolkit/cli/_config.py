@@ -12,6 +12,9 @@ The keys are binding (hosts rely on them)::
     [credentials]               # where per-caller credentials are kept (cli/_credentials.py)
     store = "tokens.db"         # SQLite beside this file, or "redis://host:6379/0" or "${VAR}"
     max_callers = 1000          # each per-caller source's callers with an actor at once
+    public_url = "https://gw.example.com"     # where callers reach the gateway (for /connect)
+    refresh_before = 60         # refresh a caller's OAuth token this many seconds before expiry
+    connect_timeout = 600       # seconds a /connect flow waits for its authorization
 
     [policy]                    # globs over tools' names; the most restrictive match wins
     allow = ["tasks__list_*"]
@@ -140,7 +143,9 @@ _SERVE_KEYS: Final = frozenset(
         "limits_storage",
     )
 )
-_CREDENTIALS_KEYS: Final = frozenset(("store", "max_callers"))
+_CREDENTIALS_KEYS: Final = frozenset(
+    ("store", "max_callers", "public_url", "refresh_before", "connect_timeout")
+)
 _AUTH_KEYS: Final = frozenset(("type", "issuer", "audience", "scopes", "keys"))
 _OAUTH_ONLY: Final = ("issuer", "audience", "scopes")
 _ORIGIN: Final = re.compile(r"^https?://(\[[0-9A-Fa-f:.]+\]|[^/\s:\[\]]+)(:\d{1,5})?$")
@@ -295,6 +300,13 @@ class CredentialsConfig:
     a password, or ``${VAR}`` naming either (see ``cli/_credentials.py``)."""
     max_callers: int = MAX_CALLERS
     """Callers of one per-caller source with an actor at once (see ``MAX_CALLERS``)."""
+    public_url: str | None = None
+    """The gateway's address as callers' browsers reach it (``https://gw.example.com``), in
+    ``/connect`` addresses and OAuth callbacks; none: its own (``http://HOST:PORT``)."""
+    refresh_before: float = 60.0
+    """Seconds before a caller's OAuth access token expires when it is refreshed."""
+    connect_timeout: float = 600.0
+    """Seconds a ``/connect`` flow waits for the caller to authorize."""
 
 
 @attrs.frozen(kw_only=True)
@@ -689,6 +701,12 @@ class _Reader:
         if auth is not None and (auth != "oauth" or kind != "mcp"):
             raise fail('auth may only be "oauth", on an mcp source', "auth")
         token_file = raw.get("token_file")
+        if per_caller and "redirect_uri" in raw:
+            raise fail(
+                "a per-caller source's OAuth redirect is the gateway's own "
+                "(/connect/SOURCE/callback, at [credentials] public_url): remove redirect_uri",
+                "redirect_uri",
+            )
         if per_caller and "token_file" in raw:
             raise fail(
                 "a per-caller source keeps each caller's tokens in [credentials] store, "
@@ -754,6 +772,24 @@ class _Reader:
         if "://" not in store and not _is_key_template(store):
             store = str(self.path.parent / store)
         options: dict[str, Any] = {"store": store}
+        public_url = raw.get("public_url")
+        if public_url is not None:
+            if (
+                not isinstance(public_url, str)
+                or not _is_served_url(public_url)
+                or (urlsplit(public_url).path not in ("", "/"))
+            ):
+                raise fail(
+                    'public_url must be the gateway\'s address, such as "https://gw.example.com" '
+                    "(http only on a loopback address; no path)",
+                    "public_url",
+                )
+            options["public_url"] = public_url.rstrip("/")
+        for key in ("refresh_before", "connect_timeout"):
+            if key in raw:
+                if not _positive(raw[key]):
+                    raise fail(f"{key} must be a positive number of seconds", key)
+                options[key] = float(raw[key])
         if "max_callers" in raw:
             if not _counted(raw["max_callers"]):
                 raise fail("max_callers must be a whole number above 0", "max_callers")

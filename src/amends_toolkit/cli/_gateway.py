@@ -100,6 +100,7 @@ if TYPE_CHECKING:
     from amends_toolkit.adapters import Authenticator, Caller
     from amends_toolkit.adapters.mcp_front import ToolkitServer
     from amends_toolkit.cli._config import AuthConfig, GatewayConfig, ServeConfig
+    from amends_toolkit.cli._connect import Connector
     from amends_toolkit.cli._credentials import CredentialStore
     from amends_toolkit.cli._output import Output
     from amends_toolkit.presentations import CodeRuntime
@@ -197,6 +198,8 @@ class Gateway:
         """The actors of the shared sources (each per-caller source's are its own)."""
         self.sources: dict[str, ToolSource] = {}
         """Every source, in the configuration's order: an actor, or a per-caller source."""
+        self.connectors: list[Connector] = []
+        """The ``/connect`` routes of the per-caller OAuth sources."""
         self.catalog: dict[str, tuple[ToolDefinition, ...]] = {}
         self.failed: dict[str, ToolSourceError] = {}
         self.discovered: set[str] = set()
@@ -282,8 +285,13 @@ class Gateway:
                         tasks=evictions,
                         max_callers=self.config.credentials.max_callers,
                         spawn=spawn,
+                        base_url=self.public_url,
+                        refresh_before=self.config.credentials.refresh_before,
+                        connect_timeout=self.config.credentials.connect_timeout,
                         on_list_changed=self.want_refresh,
                     )
+                    if built.connector is not None:
+                        self.connectors.append(built.connector)
                 else:
                     built = await build_source(
                         source_config, stack, on_list_changed=self.want_refresh
@@ -424,6 +432,14 @@ class Gateway:
             return limits_storage(uri)
         except ValueError as error:
             raise ConfigError(f"{self.config.path}: [serve] {error}") from None
+
+    def public_url(self) -> str:
+        """The gateway's address as callers reach it: ``[credentials] public_url``, else its
+        own, once it listens."""
+        credentials = self.config.credentials
+        if credentials is not None and credentials.public_url is not None:
+            return credentials.public_url
+        return self.url.removesuffix(self.config.serve.path)
 
     @property
     def url(self) -> str:
@@ -881,6 +897,8 @@ class Gateway:
             )
 
         app.router.routes.extend([Route("/healthz", healthz), Route("/metrics", metrics)])
+        for connector in self.connectors:
+            app.router.routes.extend(connector.routes(authenticator))
         return app
 
     def _unready(self) -> str | None:

@@ -108,6 +108,8 @@ class PerCallerSource:
         max_callers: Actors held at once; past it the least recently served one stops.
         spawn: The options of each caller's actor (``call_timeout``, ``max_per_caller``).
         not_connected: The failure of a caller (by id) with no stored values at all.
+        watched: The names of the values whose change makes a caller's actor anew; of the
+            others, only a value set or forgotten does (OAuth tokens change as they refresh).
     """
 
     honours_cancellation = True
@@ -123,7 +125,9 @@ class PerCallerSource:
         max_callers: int,
         spawn: Mapping[str, object],
         not_connected: Callable[[str], ConnectionRequired],
+        watched: frozenset[str],
     ) -> None:
+        self._watched = watched
         self._name = name
         self._runtime = runtime
         self._store = store
@@ -182,7 +186,7 @@ class PerCallerSource:
         values = await self._store.values(caller, self._name)
         async with self._lock:
             held = self._held.get(caller)
-            if held is not None and held.values == values:
+            if held is not None and self._same(held.values, values):
                 self._held.move_to_end(caller)
                 return held.ref
             if held is not None:
@@ -196,6 +200,12 @@ class PerCallerSource:
             while len(self._held) > self._max_callers:
                 self._evict(next(iter(self._held)))
             return ref
+
+    def _same(self, held: Mapping[str, str], values: Mapping[str, str]) -> bool:
+        """Whether a caller's actor, made with ``held``, still carries ``values``."""
+        return held.keys() == values.keys() and all(
+            held[name] == values[name] for name in self._watched if name in values
+        )
 
     async def _spawn(self, source: ToolSource) -> ActorRef:
         return await self._runtime.spawn(source, **self._spawn_options)  # type: ignore[arg-type]

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
     from anyio.abc import TaskGroup
 
+    from amends_toolkit.cli._connect import Connector
     from amends_toolkit.cli._credentials import CredentialStore
     from amends_toolkit.openapi import Skipped
     from amends_toolkit.runtime import Runtime, ToolSource
@@ -38,11 +39,18 @@ _LIMITS = httpx2.Limits(max_connections=MAX_CONNECTIONS, max_keepalive_connectio
 
 
 class Built:
-    """A source and what the operator should know of it (the operations an OpenAPI skipped)."""
+    """A source and what the operator should know of it (the operations an OpenAPI skipped),
+    and, for a per-caller OAuth source, its ``/connect`` routes."""
 
-    def __init__(self, source: ToolSource, skipped: tuple[Skipped, ...] = ()) -> None:
+    def __init__(
+        self,
+        source: ToolSource,
+        skipped: tuple[Skipped, ...] = (),
+        connector: Connector | None = None,
+    ) -> None:
         self.source = source
         self.skipped = skipped
+        self.connector = connector
 
 
 class _Timed(TypedDict, total=False):
@@ -108,10 +116,14 @@ async def build_per_caller(
     tasks: TaskGroup,
     max_callers: int,
     spawn: Mapping[str, object],
+    base_url: Callable[[], str],
+    refresh_before: float,
+    connect_timeout: float,
     on_list_changed: Callable[[], None] | None = None,
 ) -> Built:
     """The source of a ``credentials = "per-caller"`` table: a :class:`PerCallerSource` whose
-    callers' clients share one connection pool, closed when ``stack`` closes.
+    callers' clients share one connection pool, closed when ``stack`` closes. ``base_url`` is
+    the gateway's address as callers reach it (for ``auth = "oauth"``'s ``/connect``).
 
     Raises:
         ConfigError: a header's variable is not set, or the OpenAPI document cannot be read.
@@ -137,19 +149,46 @@ async def build_per_caller(
             ),
         )
 
+    connector = None
+    if config.auth == "oauth":
+        from amends_toolkit.cli._connect import Connector
+
+        connector = Connector(
+            source=config.name,
+            server_url=config.target,
+            store=store,
+            pool=pool,
+            headers=shared,
+            base_url=base_url,
+            tasks=tasks,
+            refresh_before=refresh_before,
+            connect_timeout=connect_timeout,
+        )
+
     async def build(
         caller: str, values: Mapping[str, str]
     ) -> tuple[ToolSource, httpx2.AsyncClient]:
+        if connector is not None and not connector.connected(values):
+            raise not_connected(caller)
         absent = [name for _, name in secret_headers.values() if name not in values]
         if absent:
             raise missing(sorted(set(absent)))
         headers = dict(shared)
         for header, (scheme, name) in secret_headers.items():
             headers[header] = scheme + values[name]
-        client = tenant_client(pool, headers)
+        if connector is None:
+            client = tenant_client(pool, headers)
+        else:
+            client = connector.client(caller, headers)
         return make(client), client
 
     names = sorted({name for _, name in secret_headers.values()})
+
+    def not_connected(caller: str) -> ConnectionRequired:
+        if connector is not None:
+            return ConnectionRequired(source=config.name, message=connector.connect_message())
+        return missing(names)
+
     return Built(
         PerCallerSource(
             name=config.name,
@@ -159,9 +198,13 @@ async def build_per_caller(
             tasks=tasks,
             max_callers=max_callers,
             spawn=spawn,
-            not_connected=lambda caller: missing(names),
+            not_connected=not_connected,
+            # OAuth tokens change as they are refreshed: only a secret's change (or a value
+            # set or forgotten) makes a caller's actor anew.
+            watched=frozenset(names),
         ),
         skipped=skipped,
+        connector=connector,
     )
 
 
