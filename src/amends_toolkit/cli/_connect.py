@@ -30,6 +30,7 @@ from mcp.shared.auth import (
     AuthorizationCodeResult,
     OAuthClientInformationFull,
     OAuthClientMetadata,
+    OAuthMetadata,
     OAuthToken,
 )
 from pydantic import AnyUrl, ValidationError
@@ -69,12 +70,17 @@ TOKENS: Final = "oauth_tokens"
 """The name under which a caller's OAuth tokens (JSON, with their expiry) are stored."""
 CLIENT: Final = "oauth_client"
 """The name under which the gateway's client registration for a caller is stored."""
+SERVER: Final = "oauth_server"
+"""The name under which the authorization server's metadata (its token endpoint) is stored: a
+provider that loads stored tokens refreshes them there, never at the upstream's origin (the
+SDK's guess without metadata, which would send the client's secret to the upstream)."""
 CONNECT_TIMEOUT: Final = 600.0
 """Seconds a connect flow waits for its callback (a person signs in and consents)."""
 MAX_PENDING_CONNECTS: Final = 256
 """Connect flows waiting for their callback at once; past it ``GET /connect`` answers 503."""
 REFRESH_BEFORE: Final = 60.0
 """Seconds before a stored access token's expiry when the provider refreshes it."""
+_NO_FLOW: Final = "http://127.0.0.1/"
 MAX_CALLBACK_VALUE: Final = 4_096
 """The longest ``code``, ``state`` or ``iss`` a callback may carry."""
 
@@ -129,21 +135,49 @@ class StoredTokens:
         value = client_info.model_dump_json(exclude_none=True)
         await self._store.put(self._caller, self._source, CLIENT, value)
 
+    async def get_server(self) -> OAuthMetadata | None:
+        """The authorization server's metadata, as the connect flow found it."""
+        held = await self._value(SERVER)
+        try:
+            return None if held is None else OAuthMetadata.model_validate(held)
+        except ValidationError:
+            return None
+
+    async def set_server(self, metadata: OAuthMetadata) -> None:
+        value = metadata.model_dump_json(exclude_none=True)
+        await self._store.put(self._caller, self._source, SERVER, value)
+
 
 class _Provider(OAuthClientProvider):
-    """The SDK's provider, which also takes the expiry of the tokens it loads from the store
-    (less ``refresh_before``): the SDK knows only the expiry of tokens it was given itself, and
-    would send a stored token until the upstream refused it."""
+    """The SDK's provider, which also takes, with the tokens it loads from the store, their
+    expiry (less ``refresh_before``) and the authorization server they came from: the SDK knows
+    only the expiry of tokens it was given itself (and would send a stored token until the
+    upstream refused it), and without the server's metadata it would refresh at the upstream's
+    origin."""
 
-    def __init__(self, *, refresh_before: float, **options: object) -> None:
-        super().__init__(**options)  # type: ignore[arg-type]
+    def __init__(self, *, storage: StoredTokens, refresh_before: float, **options: object) -> None:
+        super().__init__(storage=storage, **options)  # type: ignore[arg-type]
+        self._stored = storage
         self._refresh_before = refresh_before
 
     async def _initialize(self) -> None:
         await super()._initialize()
         tokens = self.context.current_tokens
-        if tokens is not None and tokens.expires_in is not None:
+        if tokens is None:
+            return
+        metadata = await self._stored.get_server()
+        if metadata is None:
+            # Tokens without their server's metadata cannot be refreshed anywhere safe.
+            self.context.current_tokens = None
+            return
+        self.context.oauth_metadata = metadata
+        if tokens.expires_in is not None:
             self.context.token_expiry_time = time.time() + tokens.expires_in - self._refresh_before
+
+    async def remember_server(self) -> None:
+        """Keep the metadata of the server the flow just used, for the callers' providers."""
+        if self.context.oauth_metadata is not None:
+            await self._stored.set_server(self.context.oauth_metadata)
 
 
 def caller_provider(
@@ -154,7 +188,7 @@ def caller_provider(
     redirect_handler: Callable[[str], Awaitable[None]],
     callback_handler: Callable[[], Awaitable[AuthorizationCodeResult]],
     refresh_before: float = REFRESH_BEFORE,
-) -> OAuthClientProvider:
+) -> _Provider:
     """The SDK's OAuth provider for one caller of one source, over the credential store."""
     return _Provider(
         server_url=server_url,
@@ -195,6 +229,8 @@ class Connector:
         refresh_before: See ``REFRESH_BEFORE``.
         connect_timeout: See ``CONNECT_TIMEOUT``.
         max_pending: See ``MAX_PENDING_CONNECTS``.
+        on_connected: Called once a caller has connected (the gateway lists the source's
+            tools again: at start, before anyone connected, it had none to list them with).
     """
 
     def __init__(
@@ -210,7 +246,9 @@ class Connector:
         refresh_before: float = REFRESH_BEFORE,
         connect_timeout: float = CONNECT_TIMEOUT,
         max_pending: int = MAX_PENDING_CONNECTS,
+        on_connected: Callable[[], None] | None = None,
     ) -> None:
+        self._on_connected = on_connected
         self.source = source
         self.server_url = server_url
         self._base_url = base_url
@@ -264,7 +302,9 @@ class Connector:
         provider = caller_provider(
             server_url=self.server_url,
             storage=StoredTokens(self._store, caller, self.source),
-            redirect_uri=self.redirect_uri,
+            # No flow runs here (it would be refused above): a caller's actor may be made
+            # before the gateway listens, when its own address is not known yet.
+            redirect_uri=_NO_FLOW,
             redirect_handler=reconnect,
             callback_handler=never,
             refresh_before=self._refresh_before,
@@ -330,8 +370,11 @@ class Connector:
             with anyio.move_on_after(self._timeout):
                 async with tenant_client(self._pool, self._headers, auth=provider) as client:
                     await client.get(self.server_url)
+                await provider.remember_server()
                 flow.connected = True
                 _log.info("gateway.connected", source=self.source)
+                if self._on_connected is not None:
+                    self._on_connected()
         except Exception as error:  # noqa: BLE001 - the operator reads it; the caller gets 502
             _log.warning("gateway.connect_failed", source=self.source, error=type(error).__name__)
         finally:

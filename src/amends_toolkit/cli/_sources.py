@@ -163,6 +163,7 @@ async def build_per_caller(
             tasks=tasks,
             refresh_before=refresh_before,
             connect_timeout=connect_timeout,
+            on_connected=on_list_changed,
         )
 
     async def build(
