@@ -25,6 +25,7 @@ import uvicorn
 from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.auth.provider import AccessToken
 from mcp.server.auth.settings import AuthSettings
+from pydantic import AnyHttpUrl
 
 from amends_toolkit.cli._connect import TOKENS
 from amends_toolkit.cli._credentials import KEY_VARIABLE, new_key, open_store
@@ -94,7 +95,9 @@ class Upstream:
             "accounts",
             token_verifier=self,
             auth=AuthSettings(
-                issuer_url=self.issuer, resource_server_url=self.url, validate_token_resource=True
+                issuer_url=AnyHttpUrl(self.issuer),
+                resource_server_url=AnyHttpUrl(self.url),
+                validate_token_resource=True,
             ),
         )
 
@@ -284,7 +287,7 @@ async def _has_tools(gateway: GatewayProcess) -> bool:
 async def test_tokens_refresh_before_they_expire(
     setup: tuple[Path, GatewayProcess], upstream: Upstream
 ) -> None:
-    path, gateway = setup
+    _, gateway = setup
     await eventually(lambda: _has_tools(gateway))
     # The token the connect flow was given went to the upstream once (its first request);
     # the caller's actor, finding it within refresh_before of its expiry, refreshed it.
@@ -310,7 +313,7 @@ async def test_a_caller_who_has_not_connected_is_told_where_to(
 async def test_an_echoed_access_token_is_redacted_for_its_caller(
     setup: tuple[Path, GatewayProcess], upstream: Upstream
 ) -> None:
-    path, gateway = setup
+    _, gateway = setup
     await eventually(lambda: _has_tools(gateway))
     answer, _ = await call(gateway, "alice", "up__echo_auth")
     assert "[redacted]" in answer
