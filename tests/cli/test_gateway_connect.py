@@ -25,7 +25,6 @@ import uvicorn
 from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.auth.provider import AccessToken
 from mcp.server.auth.settings import AuthSettings
-from pydantic import AnyHttpUrl
 
 from amends_toolkit.cli._connect import TOKENS
 from amends_toolkit.cli._credentials import KEY_VARIABLE, new_key, open_store
@@ -94,10 +93,13 @@ class Upstream:
         server = MCPServer(
             "accounts",
             token_verifier=self,
-            auth=AuthSettings(
-                issuer_url=AnyHttpUrl(self.issuer),
-                resource_server_url=AnyHttpUrl(self.url),
-                validate_token_resource=True,
+            # Validated from strings: an issuer keeps its form (no "/" added to its path).
+            auth=AuthSettings.model_validate(
+                {
+                    "issuer_url": self.issuer,
+                    "resource_server_url": self.url,
+                    "validate_token_resource": True,
+                }
             ),
         )
 
