@@ -70,6 +70,7 @@ async def test_each_caller_has_its_own_actor_and_the_held_ones_are_bounded(
         source = PerCallerSource(
             name="up",
             runtime=runtime,
+            values=lambda who, _: store.values(who, "up"),
             store=store,
             build=build,
             tasks=tasks,

@@ -45,15 +45,16 @@ if TYPE_CHECKING:
 
 __all__ = ("PerCallerSource", "SharedTransport", "serving", "tenant_client")
 
-_SERVING: contextvars.ContextVar[Caller | None] = contextvars.ContextVar(
+_SERVING: contextvars.ContextVar[tuple[Caller, str | None] | None] = contextvars.ContextVar(
     "gateway_serving", default=None
 )
 
 
 @contextlib.contextmanager
-def serving(caller: Caller | None) -> Iterator[None]:
-    """Name the caller whose credentials the calls made inside the block carry."""
-    token = _SERVING.set(caller)
+def serving(caller: Caller | None, bearer: str | None = None) -> Iterator[None]:
+    """Name the caller whose credentials the calls made inside the block carry, and the token
+    it presented to the gateway (``bearer``: for a token exchange; never sent upstream)."""
+    token = _SERVING.set(None if caller is None else (caller, bearer))
     try:
         yield
     finally:
@@ -101,7 +102,9 @@ class PerCallerSource:
     Args:
         name: The source's name.
         runtime: Where each caller's actor is spawned.
-        store: The credential store, read before each call.
+        values: A caller's values (by its id, and the token it presented to the gateway),
+            asked before each call: the credential store's, or a token exchange's.
+        store: The credential store, whose callers discovery may list as.
         build: Builds a caller's source and client from its id and its stored values; raises
             :class:`~amends_toolkit._errors.ConnectionRequired` when they are not enough.
         tasks: Where an evicted actor is stopped, off its caller's call.
@@ -119,6 +122,7 @@ class PerCallerSource:
         *,
         name: str,
         runtime: Runtime,
+        values: Callable[[str, str | None], Awaitable[Mapping[str, str]]],
         store: CredentialStore,
         build: Callable[[str, Mapping[str, str]], Awaitable[tuple[ToolSource, httpx2.AsyncClient]]],
         tasks: TaskGroup,
@@ -130,6 +134,7 @@ class PerCallerSource:
         self._watched = watched
         self._name = name
         self._runtime = runtime
+        self._values = values
         self._store = store
         self._build = build
         self._tasks = tasks
@@ -155,14 +160,14 @@ class PerCallerSource:
         Raises:
             ConnectionRequired: no caller has connected yet.
         """
-        caller = _SERVING.get()
-        if caller is not None:
-            return await (await self._actor(caller.id)).discover()
+        served = _SERVING.get()
+        if served is not None:
+            return await (await self._actor(served[0].id, served[1])).discover()
         if self._held:
-            return await (await self._actor(next(reversed(self._held)))).discover()
+            return await next(reversed(self._held.values())).ref.discover()
         for who, source, _ in await self._store.entries():
             if source == self._name:
-                return await (await self._actor(who)).discover()
+                return await (await self._actor(who, None)).discover()
         raise ConnectionRequired(
             source=self._name, message="No caller has connected its account to this source yet."
         )
@@ -174,16 +179,16 @@ class PerCallerSource:
         return await (await self._caller_actor()).call_checked(tool, input)
 
     async def _caller_actor(self) -> ActorRef:
-        caller = _SERVING.get()
-        if caller is None:
+        served = _SERVING.get()
+        if served is None:
             # The configuration refuses a per-caller source without [auth] keys or oauth.
             raise ConnectionRequired(
                 source=self._name, message="This source serves only callers the gateway knows."
             )
-        return await self._actor(caller.id)
+        return await self._actor(served[0].id, served[1])
 
-    async def _actor(self, caller: str) -> ActorRef:
-        values = await self._store.values(caller, self._name)
+    async def _actor(self, caller: str, bearer: str | None) -> ActorRef:
+        values = await self._values(caller, bearer)
         async with self._lock:
             held = self._held.get(caller)
             if held is not None and self._same(held.values, values):

@@ -185,6 +185,9 @@ async def build_per_caller(
 
     names = sorted({name for _, name in secret_headers.values()})
 
+    async def values(caller: str, bearer: str | None) -> Mapping[str, str]:
+        return await store.values(caller, config.name)
+
     def not_connected(caller: str) -> ConnectionRequired:
         if connector is not None:
             return ConnectionRequired(source=config.name, message=connector.connect_message())
@@ -194,6 +197,7 @@ async def build_per_caller(
         PerCallerSource(
             name=config.name,
             runtime=runtime,
+            values=values,
             store=store,
             build=build,
             tasks=tasks,
