@@ -78,6 +78,7 @@ __all__ = (
     "AuthConfig",
     "ConfigError",
     "CredentialsConfig",
+    "ExchangeConfig",
     "GatewayConfig",
     "LimitsConfig",
     "MatchConfig",
@@ -118,7 +119,7 @@ recently served one's actor stops (its next call makes it again)."""
 _NAME: Final = re.compile(r"^[A-Za-z0-9_-]{1,32}$")
 _SOURCE_KEYS: Final = frozenset(
     ("name", "mcp", "stdio", "openapi", "base_url", "env", "cwd", "headers", "timeout", "auth",
-     "token_file", "redirect_uri", "credentials")
+     "token_file", "redirect_uri", "credentials", "exchange")
 )  # fmt: skip
 _SERVE_KEYS: Final = frozenset(
     (
@@ -184,6 +185,23 @@ class SourceConfig:
     credentials: Literal["shared", "per-caller"] = "shared"
     """``shared``: one credential serves every caller (``headers``, ``auth``'s token file);
     ``per-caller``: each caller's own, from the credential store, in an actor of its own."""
+    exchange: ExchangeConfig | None = None
+    """A per-caller source's token exchange (RFC 8693): each caller's inbound token exchanged
+    for one meant for this upstream."""
+
+
+@attrs.frozen(kw_only=True)
+class ExchangeConfig:
+    """A source's ``exchange`` table (RFC 8693 token exchange, see ``cli/_exchange.py``)."""
+
+    token_url: str
+    """The authorization server's token endpoint (the issuer of the callers' tokens)."""
+    audience: str
+    """What the exchanged token is meant for: the upstream (its ``aud``)."""
+    client_id: str
+    """The gateway's client at the authorization server."""
+    client_secret: str
+    """Its secret's template (``${VAR}``), expanded from the environment at start."""
 
 
 @attrs.frozen(kw_only=True)
@@ -465,6 +483,12 @@ class _Reader:
                     'the gateway knows: [auth] type = "keys" or "oauth"',
                     table="sources", index=i, key="credentials",
                 )  # fmt: skip
+            if source.exchange is not None and auth.type != "oauth":
+                raise self.fail(
+                    f"source {source.name!r} exchanges its callers' tokens, which needs callers "
+                    'with tokens: [auth] type = "oauth"',
+                    table="sources", index=i, key="exchange",
+                )  # fmt: skip
         raw_profiles = data.get("profiles", [])
         if not isinstance(raw_profiles, list):
             raise self.fail("profiles must be tables, each written [[profiles]]", table="profiles")
@@ -713,15 +737,30 @@ class _Reader:
                 "not in a token_file: remove it",
                 "token_file",
             )
+        exchange = self._exchange(raw["exchange"], fail) if "exchange" in raw else None
+        if exchange is not None and not per_caller:
+            raise fail('exchange needs credentials = "per-caller"', "exchange")
+        if exchange is not None and auth is not None:
+            raise fail(
+                'exchange and auth = "oauth" are two ways to a caller\'s token: keep one',
+                "exchange",
+            )
+        if exchange is not None and any(h.lower() == "authorization" for h in headers):
+            raise fail(
+                "exchange sends the exchanged token as Authorization: remove that header",
+                "headers",
+            )
         if (
             per_caller
             and auth is None
+            and exchange is None
             and not any(caller_secret(template) is not None for template in headers.values())
         ):
             raise fail(
                 'credentials = "per-caller" needs what is each caller\'s: auth = "oauth" (each '
-                'caller connects its account), or a header "${caller:NAME}" (a secret an admin '
-                "sets with amends-toolkit credentials set)",
+                "caller connects its account), exchange = { token_url, audience, ... } (the "
+                'caller\'s own token exchanged), or a header "${caller:NAME}" (a secret an '
+                "admin sets with amends-toolkit credentials set)",
                 "credentials",
             )
         if auth == "oauth" and not per_caller and not isinstance(token_file, str):
@@ -752,7 +791,31 @@ class _Reader:
             token_file=(self.path.parent / token_file) if isinstance(token_file, str) else None,
             redirect_uri=redirect_uri,
             credentials=credentials,
+            exchange=exchange,
         )
+
+    @staticmethod
+    def _exchange(raw: object, fail: Callable[[str, str], ConfigError]) -> ExchangeConfig:
+        example = (
+            'exchange = { token_url = "https://idp.example.com/token", audience = '
+            '"https://api.example.com", client_id = "gateway", client_secret = "${SECRET}" }'
+        )
+        keys = ("token_url", "audience", "client_id", "client_secret")
+        if not isinstance(raw, dict) or set(raw) != set(keys):
+            raise fail(f"exchange must be a table of {', '.join(keys)}, as {example}", "exchange")
+        if not all(isinstance(raw[key], str) and raw[key] for key in keys):
+            raise fail(f"each of exchange's keys is a string, as {example}", "exchange")
+        if not _is_served_url(raw["token_url"]):
+            raise fail(
+                "exchange's token_url must be https (http only on a loopback address)", "exchange"
+            )
+        if not _is_key_template(raw["client_secret"]):
+            raise fail(
+                'exchange\'s client_secret must come from the environment, as "${VAR}": a '
+                "secret written in the file is refused",
+                "exchange",
+            )
+        return ExchangeConfig(**raw)
 
     def _credentials(self, raw: object) -> CredentialsConfig:
         raw, fail = self._table(raw, "credentials", _CREDENTIALS_KEYS)

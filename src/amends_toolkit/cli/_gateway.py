@@ -66,7 +66,7 @@ from amends_toolkit.cli._connections import FILES_RESERVED, raise_open_files, ti
 from amends_toolkit.cli._limits import CallerLimits, limits_storage
 from amends_toolkit.cli._metrics import GatewayMetrics
 from amends_toolkit.cli._output import silence
-from amends_toolkit.cli._per_caller import serving
+from amends_toolkit.cli._per_caller import PerCallerSource, serving
 from amends_toolkit.cli._pinning import SessionPinning
 from amends_toolkit.cli._policy import GlobPolicy
 from amends_toolkit.cli._profiles import profile_of
@@ -218,6 +218,7 @@ class Gateway:
         self._idle = anyio.Event()
         self._refresh_wanted = anyio.Event()
         self._ask_lock = anyio.Lock()
+        self._listing = anyio.Lock()
         self._sandbox: CodeRuntime | None = None
         self._served: dict[str, Signature] = {}
         self._tools = 0
@@ -595,6 +596,29 @@ class Gateway:
         if changed:
             await self._tell_clients()
 
+    async def _list_as(self, caller: Caller, bearer: str | None) -> None:
+        """List the per-caller sources that have no tools yet (no caller had credentials when
+        they were last listed) as this caller, once at a time; when one has tools now, the
+        toolkits are assembled again (and clients told), before this caller's list is read."""
+        unlisted = [
+            (name, source)
+            for name, source in self.sources.items()
+            if isinstance(source, PerCallerSource) and not self.catalog.get(name)
+        ]
+        if not unlisted or self._listing.locked():
+            return
+        async with self._listing:
+            found = False
+            with serving(caller, bearer):
+                for name, source in unlisted:
+                    try:
+                        found = bool(await source.discover()) or found
+                    except ToolSourceError as error:
+                        _log.debug("gateway.list_as_failed", source=name, reason=error.reason)
+            if found:
+                # Listed again through the actor just made: no caller's context is needed.
+                await self.refresh()
+
     async def _discover(self) -> dict[str, tuple[ToolDefinition, ...]]:
         """Every source's catalog, listed again; one that fails to list keeps its last."""
         catalog = dict(self.catalog)
@@ -749,6 +773,10 @@ class Gateway:
 
         async def listed(ctx: ServerRequestContext[Any], params: Any) -> Any:
             request = ctx.request
+            if request is not None:
+                caller = caller_of(cast("Request", request).scope)
+                if caller is not None:
+                    await self._list_as(caller, _bearer(ctx, caller))
             key = None if request is None else request.headers.get("mcp-session-id")
             if ctx.protocol_version in HANDSHAKE_PROTOCOL_VERSIONS and key:
                 # As many as may be open; the oldest is forgotten past it.
@@ -780,7 +808,7 @@ class Gateway:
             assert self.limits is not None
             try:
                 async with self.limits.admitted(profile, who):
-                    with calling_as(who), serving(caller):
+                    with calling_as(who), serving(caller, _bearer(ctx, caller)):
                         result = cast("types.CallToolResult", await call_tool(ctx, params))
                 if result.is_error and record.code is None:
                     # Not the source's failure nor a refused approval: the toolkit refused the
@@ -1005,6 +1033,16 @@ def _caller(ctx: ServerRequestContext[Any]) -> str | None:
         if session:
             return "session " + session
     return None if request.client is None else "address " + request.client.host
+
+
+def _bearer(ctx: ServerRequestContext[Any], caller: Caller | None) -> str | None:
+    """The token an OAuth caller presented (verified by the authenticator): what a per-caller
+    source's token exchange exchanges. Never sent upstream itself."""
+    request = cast("Request | None", ctx.request)
+    if caller is None or caller.kind != "oauth" or request is None:
+        return None
+    scheme, _, token = request.headers.get("authorization", "").partition(" ")
+    return token.strip() if scheme.lower() == "bearer" and token.strip() else None
 
 
 def _health(error: ToolSourceError) -> str:

@@ -20,7 +20,7 @@ from amends_toolkit.cli._config import ConfigError, SourceConfig, caller_secret,
 from amends_toolkit.cli._per_caller import PerCallerSource, SharedTransport, tenant_client
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping
+    from collections.abc import Awaitable, Callable, Mapping
     from contextlib import AsyncExitStack
 
     from anyio.abc import TaskGroup
@@ -185,19 +185,53 @@ async def build_per_caller(
 
     names = sorted({name for _, name in secret_headers.values()})
 
-    async def values(caller: str, bearer: str | None) -> Mapping[str, str]:
+    async def stored(caller: str, bearer: str | None) -> Mapping[str, str]:
         return await store.values(caller, config.name)
+
+    values_of: Callable[[str, str | None], Awaitable[Mapping[str, str]]] = stored
+
+    if config.exchange is not None:
+        from amends_toolkit.cli._exchange import EXCHANGED, Exchanger
+
+        exchange = config.exchange
+        try:
+            secret = expand_header(exchange.client_secret)
+        except KeyError as unset:
+            raise ConfigError(
+                f"source {config.name!r}: exchange's client_secret needs the environment "
+                f"variable {unset.args[0]}, which is not set"
+            ) from None
+        # The exchanges' own client, without the callers' credentials.
+        exchanges = await stack.enter_async_context(httpx2.AsyncClient(limits=_LIMITS))
+        exchanger = Exchanger(
+            source=config.name,
+            token_url=exchange.token_url,
+            audience=exchange.audience,
+            client_id=exchange.client_id,
+            client_secret=secret,
+            client=exchanges,
+            refresh_before=refresh_before,
+            max_cached=max_callers,
+        )
+        values_of = exchanger.values
+        secret_headers["Authorization"] = ("Bearer ", EXCHANGED)
+        names = [EXCHANGED]
 
     def not_connected(caller: str) -> ConnectionRequired:
         if connector is not None:
             return ConnectionRequired(source=config.name, message=connector.connect_message())
+        if config.exchange is not None:
+            return ConnectionRequired(
+                source=config.name,
+                message="This source needs the token this caller signed in to the gateway with.",
+            )
         return missing(names)
 
     return Built(
         PerCallerSource(
             name=config.name,
             runtime=runtime,
-            values=values,
+            values=values_of,
             store=store,
             build=build,
             tasks=tasks,
