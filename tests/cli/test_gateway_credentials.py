@@ -152,7 +152,13 @@ def secrets_shown(texts: list[str]) -> list[str]:
 
 
 async def call(gateway: GatewayProcess, who: str, tool: str) -> tuple[str, bool]:
-    async with keyed(gateway.wait_ready(), KEYS[who], "legacy") as client:
+    return await call_at(gateway.wait_ready(), who, tool)
+
+
+async def call_at(url: str, who: str, tool: str) -> tuple[str, bool]:
+    """``who`` calls ``tool`` at ``url`` (a session of its own): its answer, and whether it is
+    an error."""
+    async with keyed(url, KEYS[who], "legacy") as client:
         result = await client.call_tool(tool, {})
     if result.is_error:
         return text(result), True
