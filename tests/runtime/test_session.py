@@ -62,6 +62,27 @@ async def test_a_refusal_is_a_result_the_model_reads_and_the_tool_does_not_run()
     assert source.calls == []
 
 
+@pytest.mark.parametrize("undecided", [at.ApprovalRequired, at.ApprovalTimedOut])
+async def test_an_approve_that_got_no_decision_is_its_own_failure_not_a_refusal(
+    undecided: type[at.NoApproval],
+) -> None:
+    source = Recording("db")
+
+    async def nobody(name: str, input: JsonObject) -> bool:
+        raise undecided("the host's reason, never the model's: http://10.0.0.7/approvals")
+
+    async with at.Session(policy_toolkit(source), approve=nobody) as session:
+        result = await session.invoke("db__write", {"id": 1})
+    assert result.value == {
+        "isFailure": True,
+        "code": undecided.__name__,
+        "message": undecided.default_message,
+        "retryable": False,
+    }
+    assert "10.0.0.7" not in str(result.value)
+    assert source.calls == []
+
+
 async def test_a_synchronous_approver_is_called() -> None:
     source = Recording("db")
     async with at.Session(policy_toolkit(source), approve=lambda _, __: False) as session:
@@ -180,7 +201,7 @@ async def test_a_call_past_the_timeout_is_cancelled_and_read_as_unavailable() ->
     [error] = seen
     assert isinstance(error, at.UnavailableError)
     assert error.source == "slow"
-    assert "60.0 seconds" in error.message
+    assert "Session timeout of 60 seconds" in error.message
 
 
 @pytest.mark.virtual_clock

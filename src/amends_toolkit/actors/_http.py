@@ -44,8 +44,7 @@ from __future__ import annotations
 
 from collections import Counter
 from http import HTTPStatus
-from typing import TYPE_CHECKING, Protocol
-from urllib.parse import urlsplit
+from typing import TYPE_CHECKING, TypeAlias
 
 import anyio
 
@@ -62,12 +61,11 @@ from amends_toolkit._errors import (
 )
 from amends_toolkit._json import MAX_DEPTH
 from amends_toolkit._log import get_logger
+from amends_toolkit._options import check_counts, check_name, check_seconds, check_url
 from amends_toolkit._peer import MAX_MODEL_TEXT, ClientSecrets, Secrets, cut
-from amends_toolkit.actors._limits import check_limits, check_seconds
 from amends_toolkit.protocols._body import (
     ACCEPT_ENCODING,
     AnswerTooLarge,
-    RawResponse,
     UnreadableCoding,
     asks_codings,
     read_bounded,
@@ -76,6 +74,7 @@ from amends_toolkit.protocols._body import (
 from amends_toolkit.protocols.http import (
     MAX_BODY_SIZE,
     BoundedText,
+    HttpClient,
     InputRefused,
     Operation,
     UnreadableAnswer,
@@ -83,9 +82,9 @@ from amends_toolkit.protocols.http import (
     build_request,
     charset,
     check_client,
-    client_stream,
     client_url,
     join_url,
+    library_of,
     network_failure,
     outcome,
     parse_answer,
@@ -93,47 +92,23 @@ from amends_toolkit.protocols.http import (
     retry_after,
 )
 from amends_toolkit.protocols.http._response import binary_media_type
+from amends_toolkit.runtime._deadlines import timed_out
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
-    from contextlib import AbstractAsyncContextManager
 
     from amends_toolkit._definitions import ToolDefinition
     from amends_toolkit._json import JsonObject, JsonValue
+    from amends_toolkit.protocols.http import HttpResponse
 
-__all__ = ("AsyncClient", "HttpSource", "Response", "client_error", "make")
+__all__ = ("AsyncClient", "HttpSource", "client_error", "make")
 
 _log = get_logger(__name__)
 
 
-class Response(RawResponse, Protocol):
-    """What the source reads of a streamed answer (httpx's and httpx2's ``Response``)."""
-
-    @property
-    def status_code(self) -> int: ...
-
-
-class AsyncClient(Protocol):
-    """The host's client: an ``httpx.AsyncClient`` or an ``httpx2.AsyncClient``.
-
-    Its ``headers`` and ``params`` (its credentials) win over any an input fills.
-    """
-
-    @property
-    def headers(self) -> Mapping[str, str]: ...
-
-    @property
-    def params(self) -> Mapping[str, str]: ...
-
-    def stream(
-        self,
-        method: str,
-        url: str,
-        *,
-        content: bytes | None = None,
-        params: tuple[tuple[str, str], ...] | None = None,
-        headers: list[tuple[str, str]] | None = None,
-    ) -> AbstractAsyncContextManager[Response]: ...
+AsyncClient: TypeAlias = HttpClient
+"""The host's client: an ``httpx.AsyncClient`` or an ``httpx2.AsyncClient`` (see
+:class:`~amends_toolkit.protocols.http.HttpClient`)."""
 
 
 # Errors of httpx and httpx2 (same names, two class trees), by the nearest class in the MRO.
@@ -151,7 +126,7 @@ _CLIENT_ERRORS: Mapping[str, type[ToolSourceError]] = {
 def client_error(error: BaseException) -> type[ToolSourceError] | None:
     """The reason an error of the client (httpx or httpx2) is, or ``None`` when it is none."""
     for cls in type(error).__mro__:
-        if cls.__module__.partition(".")[0] in ("httpx", "httpx2"):
+        if library_of(cls) is not None:
             reason = _CLIENT_ERRORS.get(cls.__name__)
             if reason is not None:
                 return reason
@@ -181,8 +156,6 @@ class HttpSource:
         self._operations = {operation.definition.name: operation for operation in operations}
         self._definitions = tuple(operation.definition for operation in operations)
         self._client = client
-        # How a request is sent: the client's stream, or the same without its generator.
-        self._stream = client_stream(client, client.stream)
         # An operation without placeholders always goes to one URL: parsed once, the client's own.
         self._targets = {
             operation.definition.name: client_url(client, join_url(base_url, path))
@@ -221,14 +194,9 @@ class HttpSource:
 
         Cancellation stops the request and propagates.
         """
-        return await self._call(tool, input, checked=False)
+        return await self._call(tool, input)
 
-    async def call_checked(self, tool: str, input: JsonObject) -> JsonValue:
-        """:meth:`call` for an input a toolkit checked already: walked again only when the
-        source's ``max_depth`` is below the toolkit's (see :class:`~amends_toolkit.ToolSource`)."""
-        return await self._call(tool, input, checked=True)
-
-    async def _call(self, tool: str, input: JsonObject, *, checked: bool) -> JsonValue:
+    async def _call(self, tool: str, input: JsonObject) -> JsonValue:
         operation = self._operations.get(tool)
         if operation is None:
             raise NotFoundError(source=self._name, message=f"no operation named {tool!r}")
@@ -239,7 +207,6 @@ class HttpSource:
                 base_url=self._base_url,
                 max_body_size=self._max_body_size,
                 max_depth=self._max_depth,
-                checked=checked,
             )
         except InputRefused as error:
             raise InvalidInputError(source=self._name, message=str(error)) from None
@@ -272,10 +239,7 @@ class HttpSource:
                 source=self._name, message=network_failure(wire.method, self._base_url, error)
             ) from None
         # Only the deadline ends the scope with neither an answer nor an error.
-        _log.info("call.timed_out", source=self._name, tool=tool, timeout=self._timeout)
-        raise UnavailableError(
-            source=self._name, message=f"no answer within {self._timeout} seconds"
-        )
+        raise timed_out(self._name, tool, "source's timeout", self._timeout)
 
     async def _send(
         self,
@@ -284,7 +248,7 @@ class HttpSource:
         headers: list[tuple[str, str]],
         query: list[tuple[str, str]],
     ) -> JsonValue:
-        async with self._stream(
+        async with self._client.stream(
             wire.method,
             self._targets.get(tool, wire.url),
             content=wire.content,
@@ -319,7 +283,7 @@ class HttpSource:
             message = f"The API answered {phrase}" + (f": {text}" if text else ".")
             raise CallFailedError(source=self._name, message=message)
 
-    async def _success(self, tool: str, response: Response, secrets: Secrets) -> JsonValue:
+    async def _success(self, tool: str, response: HttpResponse, secrets: Secrets) -> JsonValue:
         content_type = response.headers.get("content-type")
         media = binary_media_type(content_type)
         if media is not None:
@@ -356,7 +320,7 @@ class _Read(BoundedText):
     too_long = False
 
 
-async def _read_bytes(response: Response, limit: int) -> bytes | None:
+async def _read_bytes(response: HttpResponse, limit: int) -> bytes | None:
     """The body, or ``None`` as soon as it is longer than ``limit`` bytes."""
     # Inflated a piece at a time, as any answer is: a compressed bomb stops at the limit.
     try:
@@ -365,7 +329,7 @@ async def _read_bytes(response: Response, limit: int) -> bytes | None:
         return None
 
 
-async def _read(response: Response, limit: int, content_type: str | None) -> _Read:
+async def _read(response: HttpResponse, limit: int, content_type: str | None) -> _Read:
     body = _Read(limit=limit, encoding=charset(content_type))
     # Each piece read stops the reading once the text is too long or cannot be decoded.
     if not await read_pieces(response, lambda piece: body.feed(piece) and not body.undecodable):
@@ -420,17 +384,14 @@ def make(
         TypeError: a client that is not an async httpx-style client (a sync ``httpx.Client``
             among them), the message naming the fix.
     """
-    if not isinstance(name, str) or not name:
-        raise ValueError("name must be a non-empty string")
-    parts = urlsplit(base_url) if isinstance(base_url, str) else None
-    if parts is None or parts.scheme not in ("http", "https") or not parts.netloc:
-        raise ValueError(f"base_url must be an absolute http(s) URL, not {base_url!r}")
+    check_name(name, "shop")
+    parts = check_url("base_url", base_url, "https://api.example.com/v1")
     if parts.query or parts.fragment:
         raise ValueError("base_url may not hold a query or a fragment")
     check_seconds(timeout=timeout)
     check_client(client)
     client_url(client, base_url, name="base_url")
-    check_limits(
+    check_counts(
         max_answer_length=max_answer_length, max_body_size=max_body_size, max_depth=max_depth
     )
     operations = tuple(operations)

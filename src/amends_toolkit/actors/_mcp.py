@@ -21,7 +21,6 @@ from collections.abc import Mapping
 from contextlib import asynccontextmanager
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Final, Literal, TypeAlias, TypeVar
-from urllib.parse import urlsplit
 
 import anyio
 import attrs
@@ -35,8 +34,9 @@ from amends_toolkit._errors import (
 )
 from amends_toolkit._json import MAX_DEPTH
 from amends_toolkit._log import get_logger
+from amends_toolkit._options import check_name, check_seconds, check_url
 from amends_toolkit._progress import listener
-from amends_toolkit.actors._limits import check_mcp_options, check_seconds
+from amends_toolkit.actors._limits import check_mcp_options
 from amends_toolkit.actors._mcp_errors import (
     WIRE_ERRORS,
     check_input,
@@ -83,6 +83,7 @@ from amends_toolkit.protocols.mcp._results import (
     resend_delay,
 )
 from amends_toolkit.runtime import StateLoop
+from amends_toolkit.runtime._deadlines import timed_out
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Awaitable, Callable
@@ -238,12 +239,6 @@ class McpHttpSource:
         check_input(self._name, input, max_depth=self._max_depth)
         return await self._bounded("tools/call", self._call(self._running(), tool, input))
 
-    async def call_checked(self, tool: str, input: JsonObject) -> JsonValue:
-        """:meth:`call` for an input a toolkit checked already: walked again only when the
-        source's ``max_depth`` is below the toolkit's (see :class:`~amends_toolkit.ToolSource`)."""
-        check_input(self._name, input, max_depth=self._max_depth, checked=True)
-        return await self._bounded("tools/call", self._call(self._running(), tool, input))
-
     @asynccontextmanager
     async def lifespan(self) -> AsyncIterator[None]:
         """Held while the actor runs: the source's state lives as long as it is held.
@@ -316,9 +311,7 @@ class McpHttpSource:
             if live.session is None:
                 live.session = await self._begin_session(live)
             return live.session
-        raise UnavailableError(
-            source=self._name, message=f"no answer within {self._timeout} seconds"
-        )
+        raise timed_out(self._name, "initialize", "source's timeout", self._timeout)
 
     async def listen_once(self, notified: Callable[[str], None]) -> None:
         """Hold one stream of the server's notifications open until it ends (see
@@ -344,9 +337,7 @@ class McpHttpSource:
                 return await operation
             except WIRE_ERRORS as error:
                 raise wire_error(self._name, error, method=method) from None
-        raise UnavailableError(
-            source=self._name, message=f"{method}: no answer within {self._timeout} seconds"
-        )
+        raise timed_out(self._name, method, "source's timeout", self._timeout)
 
     # Eras and sessions.
 
@@ -713,14 +704,8 @@ def http(
         TypeError: a client that is not an httpx-style async client (a sync ``httpx.Client``
             among them), the message naming the fix.
     """
-    if not isinstance(name, str) or not name:
-        raise ValueError("name must be a non-empty string, such as name='tasks'")
-    parts = urlsplit(url) if isinstance(url, str) else None
-    if parts is None or parts.scheme not in ("http", "https") or not parts.netloc:
-        raise ValueError(
-            "url must be an absolute http:// or https:// URL of the MCP endpoint, "
-            "such as 'https://example.com/mcp'"
-        )
+    check_name(name, "tasks")
+    check_url("url", url, "https://example.com/mcp")
     check_client(client)
     check_mcp_options(
         timeout=timeout,

@@ -52,6 +52,7 @@ from starlette.routing import Route
 
 from amends_toolkit._content import content_parts
 from amends_toolkit._log import get_logger
+from amends_toolkit._options import check_counts
 from amends_toolkit._peer import cut
 from amends_toolkit.adapters._callers import CALLER_SCOPE_KEY, Authenticator, Refused, caller_of
 from amends_toolkit.adapters._mcp_server import LIST_PAGE_SIZE, MAX_SESSIONS, SESSION_IDLE_TIMEOUT
@@ -144,8 +145,7 @@ class ToolkitServer:
         for served, _ in toolkits.values():
             if not isinstance(served, Toolkit):
                 raise TypeError(f"mcp_server serves a Toolkit, not {type(served).__name__}")
-        if isinstance(page_size, bool) or not isinstance(page_size, int) or page_size < 1:
-            raise ValueError(f"page_size must be a whole number of tools from 1, not {page_size!r}")
+        check_counts(page_size=page_size)
         self._approve: Approve = _never if approve is None else approve
         self._on_error = on_error
         self._timeout = timeout

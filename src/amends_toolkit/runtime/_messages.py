@@ -21,8 +21,6 @@ from typing import TYPE_CHECKING, Protocol
 import anyio
 import sniffio
 
-from amends_toolkit.runtime._source import call_checked
-
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Generator
 
@@ -188,12 +186,10 @@ class Call(Request):
     """Run one tool; answered with its JSON.
 
     ``progress`` is who listens to the call's progress (the caller's
-    :func:`amends_toolkit._progress.listener`), carried across the mailbox to the worker;
-    ``checked``: its caller checked the input already (see
-    :func:`amends_toolkit.runtime._source.call_checked`).
+    :func:`amends_toolkit._progress.listener`), carried across the mailbox to the worker.
     """
 
-    __slots__ = ("checked", "input", "progress", "tool")
+    __slots__ = ("input", "progress", "tool")
 
     def __init__(
         self,
@@ -201,7 +197,6 @@ class Call(Request):
         input: JsonObject,
         deadline: float = math.inf,
         progress: OnProgress | None = None,
-        checked: bool = False,
     ) -> None:
         # Positional too, and Request's own __init__ without super(): every call of an actor
         # makes one, a class called with keywords builds a dict of them, super() an object.
@@ -209,15 +204,12 @@ class Call(Request):
         self.tool = tool
         self.input = input
         self.progress = progress
-        self.checked = checked
 
     @property
     def what(self) -> str:
         return self.tool
 
     def run(self, source: ToolSource) -> Awaitable[object]:
-        if self.checked:
-            return call_checked(source, self.tool, self.input)
         return source.call(self.tool, self.input)
 
 

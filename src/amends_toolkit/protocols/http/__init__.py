@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from amends_toolkit.protocols.http._bodies import encode_body, file_schema
 from amends_toolkit.protocols.http._client import (
+    HttpClient,
+    HttpResponse,
     check_client,
-    client_stream,
     client_url,
+    libraries,
+    library_of,
     network_failure,
     where,
 )
@@ -51,6 +54,8 @@ __all__ = (
     "MULTIPART",
     "BoundedText",
     "Encoding",
+    "HttpClient",
+    "HttpResponse",
     "InputRefused",
     "Location",
     "Operation",
@@ -63,13 +68,14 @@ __all__ = (
     "build_request",
     "charset",
     "check_client",
-    "client_stream",
     "client_url",
     "encode_body",
     "file_schema",
     "is_json",
     "is_media_type",
     "join_url",
+    "libraries",
+    "library_of",
     "network_failure",
     "outcome",
     "parse_answer",
