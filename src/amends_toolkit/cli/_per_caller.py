@@ -175,9 +175,6 @@ class PerCallerSource:
     async def call(self, tool: str, input: JsonObject) -> JsonValue:
         return await (await self._caller_actor()).call(tool, input)
 
-    async def call_checked(self, tool: str, input: JsonObject) -> JsonValue:
-        return await (await self._caller_actor()).call_checked(tool, input)
-
     async def _caller_actor(self) -> ActorRef:
         served = _SERVING.get()
         if served is None:
