@@ -262,8 +262,12 @@ async def test_two_callers_connect_two_accounts_and_each_call_carries_its_own_to
     setup: tuple[Path, GatewayProcess], upstream: Upstream, auth_server: AuthServer
 ) -> None:
     path, gateway = setup
-    # Before anyone connected, nobody is told of the tools (they could not be listed).
+    # Before anyone connected, nobody is told of the tools (they could not be listed), and
+    # nothing failed: the gateway is ready.
     assert "up__whoami" not in await listed(gateway, "alice")
+    async with httpx.AsyncClient() as client:
+        health = (await client.get(gateway.base + "/healthz")).json()
+    assert (health["ready"], health["sources"]) == (True, {"up": "ok"})
     for who in ("alice", "bob"):
         answer = await connect(gateway, who, auth_server.issuer)
         assert answer.status_code == 200, answer.text
@@ -325,6 +329,23 @@ async def test_an_echoed_access_token_is_redacted_for_its_caller(
     async with httpx.AsyncClient() as client:
         metrics = (await client.get(gateway.base + "/metrics")).text
     assert not any(token in metrics for token in tokens)
+
+
+async def test_a_callback_that_is_no_flow_of_the_gateways_is_refused(
+    setup: tuple[Path, GatewayProcess],
+) -> None:
+    _, gateway = setup
+    callback = gateway.base + "/connect/up/callback"
+    async with httpx.AsyncClient() as client:
+        for query in (
+            {"code": "c", "state": secrets.token_urlsafe(32)},  # a state it never gave out
+            {"code": "c"},
+            {"state": "s"},
+            {"code": "c", "state": "s" * 5000},
+        ):
+            answer = await client.get(callback, params=query)
+            assert answer.status_code == 400, query
+    assert not any("oauth_tokens" in line for line in gateway.lines)
 
 
 async def test_a_caller_disconnects_and_is_told_to_connect_again(

@@ -57,6 +57,7 @@ from starlette.routing import Route
 from amends_toolkit import adapters
 from amends_toolkit._errors import (
     ApprovalRequired,
+    ConnectionRequired,
     Failure,
     LimitExceeded,
     NameClash,
@@ -632,6 +633,11 @@ class Gateway:
         async def one(name: str, source: ToolSource) -> None:
             try:
                 catalog[name] = tuple(await source.discover())
+            except ConnectionRequired:
+                # A per-caller source no caller has credentials for yet: nothing failed (the
+                # gateway stays ready); it is listed once a caller connects, or lists.
+                self.failed.pop(name, None)
+                _log.info("gateway.not_connected_yet", source=name)
             except ToolSourceError as error:
                 self.failed[name] = error
                 # The whole message (it may name an address or a command) is the operator's.
