@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urljoin
 
+import anyio
+import attrs
 import httpx
 import jwt
 import pytest
@@ -202,13 +204,35 @@ def upstream(auth_server: AuthServer) -> Iterator[Upstream]:
         yield served
 
 
+@attrs.frozen
+class Connected:
+    """A gateway, what it said before anyone connected, and alice's and bob's connections."""
+
+    path: Path
+    gateway: GatewayProcess
+    health: dict[str, Any]
+    tools: set[str]
+    answers: dict[str, httpx.Response]
+
+
 @pytest.fixture(scope="module")
 def setup(
-    upstream: Upstream, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[tuple[Path, GatewayProcess]]:
+    upstream: Upstream, auth_server: AuthServer, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Connected]:
     path = config(tmp_path_factory.mktemp("connect"), upstream.url)
     with running(path, env=ENV) as process:
-        yield path, process
+
+        async def begin() -> Connected:
+            tools = await listed(process, "alice")
+            async with httpx.AsyncClient() as client:
+                health = (await client.get(process.base + "/healthz")).json()
+            answers = {who: await connect(process, who, auth_server.issuer) for who in ACCOUNTS}
+            await eventually(lambda: _has_tools(process))
+            return Connected(
+                path=path, gateway=process, health=health, tools=tools, answers=answers
+            )
+
+        yield anyio.run(begin)
 
 
 async def connect(gateway: GatewayProcess, who: str, issuer: str) -> httpx.Response:
@@ -259,26 +283,25 @@ async def stored_token(path: Path, who: str) -> str:
 
 
 async def test_two_callers_connect_two_accounts_and_each_call_carries_its_own_token(
-    setup: tuple[Path, GatewayProcess], upstream: Upstream, auth_server: AuthServer
+    setup: Connected, upstream: Upstream
 ) -> None:
-    path, gateway = setup
-    # Before anyone connected, nobody is told of the tools (they could not be listed), and
-    # nothing failed: the gateway is ready.
-    assert "up__whoami" not in await listed(gateway, "alice")
-    async with httpx.AsyncClient() as client:
-        health = (await client.get(gateway.base + "/healthz")).json()
-    assert (health["ready"], health["sources"]) == (True, {"up": "ok"})
-    for who in ("alice", "bob"):
-        answer = await connect(gateway, who, auth_server.issuer)
+    path, gateway = setup.path, setup.gateway
+    # Before anyone connected, nobody was told of the tools (they could not be listed), and
+    # nothing had failed: the gateway was ready.
+    assert "up__whoami" not in setup.tools
+    assert (setup.health["ready"], setup.health["sources"]) == (True, {"up": "ok"})
+    for answer in setup.answers.values():
         assert answer.status_code == 200, answer.text
         assert "Connected to up" in answer.text
-    await eventually(lambda: _has_tools(gateway))
     assert await call(gateway, "alice", "up__whoami") == ("alice-account", False)
     assert await call(gateway, "bob", "up__whoami") == ("bob-account", False)
     assert await call(gateway, "alice", "up__whoami") == ("alice-account", False)
-    # Each call carried its caller's own token, the one its caller's store row holds now.
-    assert set(upstream.tokens_of("alice-account")) == {await stored_token(path, "alice")}
-    assert set(upstream.tokens_of("bob-account")) == {await stored_token(path, "bob")}
+    # Each call carried its caller's own token (the upstream checked it and read its subject),
+    # and each caller's store row holds a token of its own account.
+    assert upstream.tokens_of("alice-account")[-1] != upstream.tokens_of("bob-account")[-1]
+    for who, account in ACCOUNTS.items():
+        claims = jwt.decode(await stored_token(path, who), options={"verify_signature": False})
+        assert claims["sub"] == account
     # No request reached the upstream with a gateway key, nor with anything but a token of
     # the authorization server's (never the gateway's client secret, as a refresh sent to the
     # upstream's origin would carry).
@@ -290,11 +313,8 @@ async def _has_tools(gateway: GatewayProcess) -> bool:
     return "up__whoami" in await listed(gateway, "alice")
 
 
-async def test_tokens_refresh_before_they_expire(
-    setup: tuple[Path, GatewayProcess], upstream: Upstream
-) -> None:
-    _, gateway = setup
-    await eventually(lambda: _has_tools(gateway))
+async def test_tokens_refresh_before_they_expire(setup: Connected, upstream: Upstream) -> None:
+    assert await call(setup.gateway, "alice", "up__whoami") == ("alice-account", False)
     # The token the connect flow was given went to the upstream once (its first request);
     # the caller's actor, finding it within refresh_before of its expiry, refreshed it.
     granted = [t for t, method in upstream.seen if method == "" and t][:1]
@@ -305,10 +325,9 @@ async def test_tokens_refresh_before_they_expire(
 
 
 async def test_a_caller_who_has_not_connected_is_told_where_to(
-    setup: tuple[Path, GatewayProcess],
+    setup: Connected,
 ) -> None:
-    _, gateway = setup
-    await eventually(lambda: _has_tools(gateway))
+    gateway = setup.gateway
     answer, is_error = await call(gateway, "carol", "up__whoami")
     assert is_error
     assert f"open {gateway.base}/connect/up signed in to this gateway" in answer
@@ -317,10 +336,9 @@ async def test_a_caller_who_has_not_connected_is_told_where_to(
 
 
 async def test_an_echoed_access_token_is_redacted_for_its_caller(
-    setup: tuple[Path, GatewayProcess], upstream: Upstream
+    setup: Connected, upstream: Upstream
 ) -> None:
-    _, gateway = setup
-    await eventually(lambda: _has_tools(gateway))
+    gateway = setup.gateway
     answer, _ = await call(gateway, "alice", "up__echo_auth")
     assert "[redacted]" in answer
     tokens = {token for token, _ in upstream.seen if token}
@@ -332,9 +350,9 @@ async def test_an_echoed_access_token_is_redacted_for_its_caller(
 
 
 async def test_a_callback_that_is_no_flow_of_the_gateways_is_refused(
-    setup: tuple[Path, GatewayProcess],
+    setup: Connected,
 ) -> None:
-    _, gateway = setup
+    gateway = setup.gateway
     callback = gateway.base + "/connect/up/callback"
     async with httpx.AsyncClient() as client:
         for query in (
@@ -348,10 +366,9 @@ async def test_a_callback_that_is_no_flow_of_the_gateways_is_refused(
 
 
 async def test_a_caller_disconnects_and_is_told_to_connect_again(
-    setup: tuple[Path, GatewayProcess],
+    setup: Connected, auth_server: AuthServer
 ) -> None:
-    _, gateway = setup
-    await eventually(lambda: _has_tools(gateway))
+    gateway = setup.gateway
     async with httpx.AsyncClient() as client:
         gone = await client.delete(
             gateway.base + "/connect/up", headers={"Authorization": f"Bearer {KEYS['bob']}"}
@@ -361,13 +378,12 @@ async def test_a_caller_disconnects_and_is_told_to_connect_again(
     assert is_error
     assert "/connect/up" in answer
     assert await call(gateway, "alice", "up__whoami") == ("alice-account", False)
+    # Connected again, as before.
+    assert (await connect(gateway, "bob", auth_server.issuer)).status_code == 200
+    assert await call(gateway, "bob", "up__whoami") == ("bob-account", False)
 
 
-async def test_the_tokens_survive_a_restart_of_the_gateway(
-    setup: tuple[Path, GatewayProcess],
-) -> None:
-    path, gateway = setup
-    await eventually(lambda: _has_tools(gateway))
-    gateway.stop()
-    with running(path, env=ENV) as again:
+async def test_the_tokens_survive_a_restart_of_the_gateway(setup: Connected) -> None:
+    # Another gateway process on the same store (as one started after a stop) finds them.
+    with running(setup.path, env=ENV) as again:
         assert await call(again, "alice", "up__whoami") == ("alice-account", False)

@@ -172,6 +172,14 @@ class _Provider(OAuthClientProvider):
         if tokens.expires_in is not None:
             self.context.token_expiry_time = time.time() + tokens.expires_in - self._refresh_before
 
+    async def _refresh_token(self) -> httpx2.Request:
+        # Another actor or replica may have refreshed (and so rotated the refresh token)
+        # since these tokens were loaded: refresh with the latest the store holds.
+        stored = await self._stored.get_tokens()
+        if stored is not None and stored.refresh_token:
+            self.context.current_tokens = stored
+        return await super()._refresh_token()
+
     async def remember_server(self) -> None:
         """Keep the metadata of the server the flow just used, for the callers' providers."""
         if self.context.oauth_metadata is not None:
