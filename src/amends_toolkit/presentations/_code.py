@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 
     from amends_toolkit._json import JsonObject, JsonValue
     from amends_toolkit.presentations._code_runtime import CodeRuntime
-    from amends_toolkit.runtime._toolkit import Ask
+    from amends_toolkit.runtime._call import Ask
 
 __all__ = ("EXECUTE", "MAX_INPUT_LENGTH", "ApprovalMode", "CodeTools", "code_mode")
 
