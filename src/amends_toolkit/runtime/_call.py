@@ -1,9 +1,6 @@
 """The one call path of every tool call, and what a call gives back.
 
-A :class:`Toolkit` is immutable and shared: its entries, their compiled validators and their
-routes are built once and read by every session that runs it, so a session costs nothing more.
-
-Whatever happens to a call is a result the model reads (:meth:`Toolkit.call`):
+Whatever happens to a call is a result the model reads (:meth:`~amends_toolkit.Toolkit.call`):
 
 =====================================  ==================================================
 what happened                          what the model reads (``code`` of the Failure JSON)
@@ -25,7 +22,7 @@ the handler raised anything else       ``UnknownError`` ("the source failed"), l
 the call was cancelled                 nothing: cancellation propagates
 =====================================  ==================================================
 
-:meth:`Toolkit.invoke` gives the same as a :class:`ToolResult`, which also holds the
+:meth:`~amends_toolkit.Toolkit.invoke` gives the same as a :class:`ToolResult`, which also holds the
 ``ToolSourceError`` behind a failure, so that a host can act on it (ask for a connection again
 after an ``AuthenticationError``).
 
