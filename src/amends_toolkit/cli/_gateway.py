@@ -77,7 +77,7 @@ from amends_toolkit.cli._output import silence
 from amends_toolkit.cli._pinning import SessionPinning
 from amends_toolkit.cli._policy import GlobPolicy
 from amends_toolkit.cli._profiles import profile_of
-from amends_toolkit.cli._sources import build_source
+from amends_toolkit.cli._sources import build_source, open_connections
 from amends_toolkit.cli._telemetry import exporting
 from amends_toolkit.cli._terminal import has_terminal
 from amends_toolkit.presentations import MontyRuntime, code_mode, tool_search
@@ -284,9 +284,15 @@ class Gateway:
                 anyio.open_signal_receiver(signal.SIGHUP, signal.SIGINT, signal.SIGTERM)
             )
             await stack.enter_async_context(self.approval.open())
+            pool = await open_connections(stack)
             runtime = await stack.enter_async_context(Runtime())
             for source_config in self.config.sources:
-                built = await build_source(source_config, stack, on_list_changed=self.want_refresh)
+                built = await build_source(
+                    source_config,
+                    stack,
+                    connections=pool,
+                    on_list_changed=self.want_refresh,
+                )
                 for skip in built.skipped:
                     self.output.note(f"{source_config.name}: skipped {skip}")
                 self.refs[source_config.name] = await runtime.spawn(

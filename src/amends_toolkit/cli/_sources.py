@@ -1,13 +1,21 @@
 """Sources from configuration: the host side of ``at.mcp.http``, ``at.mcp.stdio`` and OpenAPI.
 
-The gateway builds one HTTP client per remote source, once, with that source's headers (read
-from the environment) and, for ``auth = "oauth"``, the SDK's OAuth provider as its auth: the
-credentials are the client's, never the source's.
+The gateway builds its remote sources over one pool of connections (``at.http.Connections``),
+each source over a thin client of its own, built once, with that source's headers (read from the
+environment) and, for ``auth = "oauth"``, the SDK's OAuth provider as its auth: the credentials
+are the client's, never the source's, and each source may hold at most :data:`MAX_PER_SOURCE` of
+the pool's connections to its upstream, so a slow upstream leaves connections to the others.
+
+A pool is a transport, and a client over a transport reads no proxy from the environment: so
+when the environment names a proxy (``HTTP_PROXY``, ``HTTPS_PROXY``, ``ALL_PROXY``, with
+``NO_PROXY``), each remote source has a client of its own instead, which honours them as httpx
+does (:func:`proxied`).
 """
 
 from __future__ import annotations
 
 import os
+import urllib.request
 from pathlib import Path
 from typing import TYPE_CHECKING, TypedDict
 
@@ -23,10 +31,31 @@ if TYPE_CHECKING:
     from amends_toolkit.openapi import Skipped
     from amends_toolkit.runtime import ToolSource
 
-__all__ = ("Built", "build_source", "source_from_argument")
+__all__ = ("Built", "build_source", "open_connections", "source_from_argument")
 
 MAX_CONNECTIONS = 1024
-"""Connections a source's client may hold at once: a gateway runs many calls concurrently."""
+"""Connections the sources' pool holds at once, to every upstream together: a gateway runs many
+calls concurrently."""
+
+MAX_PER_SOURCE = 256
+"""Connections one source may hold to its upstream at once: above the calls its actor runs at
+once (``Runtime.spawn``'s ``max_concurrency``), and a quarter of the pool."""
+
+
+async def open_connections(stack: AsyncExitStack) -> http.Connections[httpx2.AsyncClient]:
+    """The pool the sources send over, closed when ``stack`` closes."""
+    limits = httpx2.Limits(
+        max_connections=MAX_CONNECTIONS, max_keepalive_connections=MAX_CONNECTIONS
+    )
+    return await stack.enter_async_context(
+        http.Connections(httpx2.AsyncHTTPTransport(limits=limits), max_per_tenant=MAX_PER_SOURCE)
+    )
+
+
+def proxied() -> bool:
+    """Whether the environment names a proxy for the sources' requests (read as the standard
+    library reads ``*_PROXY``: upper or lower case)."""
+    return not {"http", "https", "all"}.isdisjoint(urllib.request.getproxies())
 
 
 class Built:
@@ -47,9 +76,11 @@ async def build_source(
     config: SourceConfig,
     stack: AsyncExitStack,
     *,
+    connections: http.Connections[httpx2.AsyncClient] | None = None,
     on_list_changed: Callable[[], None] | None = None,
 ) -> Built:
-    """The source of one ``[[sources]]`` table; its client is closed when ``stack`` closes.
+    """The source of one ``[[sources]]`` table, over ``connections`` (the sources' pool, else
+    one of its own, closed when ``stack`` closes).
 
     Raises:
         ConfigError: a header's variable is not set, or the OpenAPI document cannot be read.
@@ -92,15 +123,17 @@ async def build_source(
             redirect_handler=redirect,
             callback_handler=callback,
         )
-    client = await stack.enter_async_context(
-        httpx2.AsyncClient(
-            headers=headers,
-            auth=auth,
-            limits=httpx2.Limits(
-                max_connections=MAX_CONNECTIONS, max_keepalive_connections=MAX_CONNECTIONS
-            ),
+    if proxied():
+        limits = httpx2.Limits(
+            max_connections=MAX_PER_SOURCE, max_keepalive_connections=MAX_PER_SOURCE
         )
-    )
+        client = await stack.enter_async_context(
+            httpx2.AsyncClient(headers=headers, auth=auth, limits=limits)
+        )
+    else:
+        if connections is None:
+            connections = await open_connections(stack)
+        client = connections.client(headers=headers, auth=auth)
     if config.kind == "mcp":
         return Built(
             mcp.http(
