@@ -15,13 +15,13 @@ timeout), so one tenant's flood cannot take the connections every tenant shares.
 from __future__ import annotations
 
 import math
-import sys
 from typing import TYPE_CHECKING, Any, Final, Generic, TypeVar, overload
 
 import anyio
 import httpx
 
 from amends_toolkit._options import check_counts
+from amends_toolkit.protocols.http import libraries
 from amends_toolkit.runtime._mailbox import Shares
 from amends_toolkit.runtime._messages import waiters
 
@@ -172,9 +172,8 @@ class Connections(Generic[C]):
 
 
 def _library_of(transport: object) -> ModuleType:
-    for name in ("httpx", "httpx2"):
-        library = sys.modules.get(name)
-        if library is not None and isinstance(transport, library.AsyncBaseTransport):
+    for library in libraries():
+        if isinstance(transport, library.AsyncBaseTransport):
             return library
     raise TypeError(
         "transport must be an httpx or httpx2 AsyncBaseTransport (such as "
