@@ -3,6 +3,8 @@ from __future__ import annotations
 import gc
 import logging
 import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
 import anyio
 import pytest
@@ -86,6 +88,51 @@ async def test_a_transient_child_that_crashes_is_restarted() -> None:
         await anyio.wait_all_tasks_blocked()
         assert ref.statistics().state == "running"
         assert source.entered == 2
+
+
+class Unexpected(BaseException):
+    """Neither an Exception nor a cancellation: what a careless source may raise."""
+
+
+class RaisingBase(Crashing):
+    """A crashing source whose lifespan's task raises a BaseException that is no Exception."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.again = anyio.Event()
+
+    @asynccontextmanager
+    async def lifespan(self) -> AsyncIterator[None]:
+        self.entered += 1
+        self.crash = anyio.Event()
+        if self.entered == 2:
+            self.again.set()
+
+        async def watch() -> None:
+            await self.crash.wait()
+            raise Unexpected("not an Exception")
+
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(watch)
+            yield
+            tasks.cancel_scope.cancel()
+
+
+@pytest.mark.both_backends
+async def test_a_child_killed_by_an_unexpected_exception_is_a_crash_its_supervisor_restarts() -> (
+    None
+):
+    # On trio a child's task raising anything but Cancelled must not end the program.
+    source = RaisingBase()
+    async with Runtime() as runtime:
+        ref = await runtime.spawn(source, restart=Restart(policy="transient"))
+        await anyio.wait_all_tasks_blocked()
+        source.crash.set()
+        with anyio.fail_after(10):
+            await source.again.wait()
+        assert await ref.call("echo", {"text": "after"}) is not None
+        assert ref.statistics().state == "running"
+        assert (source.entered, ref.statistics().restarts) == (2, 1)
 
 
 @pytest.mark.virtual_clock

@@ -351,7 +351,9 @@ class Runtime:
                     assert child.factory is not None  # a source is built again only by one
                     source = _built(child.factory, name=actor.name)
                 passivated = await actor.serve(source)
-            except Exception as error:  # noqa: BLE001 - an end of the child, read below
+            except BaseException as error:
+                if _passes_on(error):
+                    raise
                 if actor.stopping:
                     break
                 if _normal(error):
@@ -408,6 +410,16 @@ def _built(factory: SourceFactory, *, name: str | None = None) -> ToolSource:
     if name is not None and source.name != name:
         raise ValueError(f"the source built again is named {source.name!r}, not {name!r}")
     return source
+
+
+def _passes_on(error: BaseException) -> bool:
+    """Whether a child's end is none of its own: a cancellation, or the program's own exit
+    (``KeyboardInterrupt``, ``SystemExit``), which go on. Any other exception, an ``Exception``
+    or not, is the child's crash: on trio a child's task that raised it would end the program."""
+    passing = (anyio.get_cancelled_exc_class(), KeyboardInterrupt, SystemExit)
+    if isinstance(error, BaseExceptionGroup):
+        return error.split(passing)[0] is not None
+    return isinstance(error, passing)
 
 
 def _normal(error: BaseException) -> bool:
