@@ -884,7 +884,14 @@ async def test_a_call_in_flight_over_an_actor_holds_only_the_frames_of_its_layer
             for call in (inline, sent, waiting):
                 tasks.start_soon(functools.partial(await_, call))
                 await anyio.wait_all_tasks_blocked()
-            assert held_frames(inline) == ["call", "invoke", "_run_tool", "call", "_inline"]
+            assert held_frames(inline) == [
+                "call",
+                "invoke",
+                "_run_tool",
+                "call",
+                "_inline",
+                "_attempt",
+            ]
             assert held_frames(sent) == ["call", "invoke", "_run_tool", "call", "_sent", "wait"]
             assert held_frames(waiting) == ["call", "invoke", "_run_tool", "call", "_sent", "put"]
             source.release.set()

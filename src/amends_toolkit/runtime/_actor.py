@@ -206,13 +206,8 @@ class Actor:
         scope = life.scopes() if deadline == math.inf else life.scopes(deadline=deadline)
         request.scope = scope
         try:
-            # As _attempt, in this frame (one fewer held per call in flight), and with no
-            # listener to set: this is the caller's own context, which has it already.
             with scope:
-                try:
-                    request.resolve(await request.run(life.source))
-                except Exception as error:  # noqa: BLE001 - answered (see _failed)
-                    self._failed(request, error)
+                await self._attempt(life.source, request)
         finally:
             request.scope = None
             life.running.discard(request)
