@@ -21,6 +21,7 @@ from amends_toolkit._json import JsonValue
 
 if TYPE_CHECKING:
     from starlette.requests import Request
+    from starlette.responses import JSONResponse
     from starlette.routing import BaseRoute
 
 
@@ -77,6 +78,17 @@ class Refused(Exception):
         self.message = message
         self.headers: Mapping[str, str] = dict(headers or {})
         self.reason = reason
+
+    def response(self) -> JSONResponse:
+        """The HTTP answer the client gets: its status and headers, and the body
+        ``{"error": reason, "error_description": message}`` (OAuth's error form)."""
+        from starlette.responses import JSONResponse
+
+        return JSONResponse(
+            {"error": self.reason, "error_description": self.message},
+            status_code=self.status,
+            headers=dict(self.headers),
+        )
 
 
 class Authenticator(Protocol):

@@ -58,7 +58,6 @@ from pydantic import TypeAdapter, ValidationError
 from starlette.applications import Starlette
 from starlette.datastructures import Headers
 from starlette.requests import Request
-from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from amends_toolkit._content import content_parts
@@ -814,11 +813,7 @@ class _Admitted:
                     scope[CALLER_SCOPE_KEY] = caller
                 scope[SELECTED_SCOPE_KEY] = self._select(caller)
             except Refused as refused:
-                answer = JSONResponse(
-                    {"error": refused.reason, "error_description": refused.message},
-                    status_code=refused.status,
-                    headers=dict(refused.headers),
-                )
+                answer = refused.response()
                 await answer(scope, receive, send)
                 return
         await self.app(scope, receive, send)

@@ -195,11 +195,7 @@ class GatewayApprovals:
             try:
                 caller = await authenticator.authenticate(request)
             except Refused as refused:
-                return JSONResponse(
-                    {"error": refused.reason, "error_description": refused.message},
-                    status_code=refused.status,
-                    headers=dict(refused.headers),
-                )
+                return refused.response()
             profiles = self.approver_of(caller)
             if not profiles:
                 _log.info("gateway.refused", reason="not_approver", status=403, kind="approvals")

@@ -34,7 +34,7 @@ from mcp.shared.auth import (
     OAuthToken,
 )
 from pydantic import AnyUrl, ValidationError
-from starlette.responses import JSONResponse, PlainTextResponse, RedirectResponse, Response
+from starlette.responses import PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 from amends_toolkit._errors import ConnectionRequired
@@ -281,11 +281,7 @@ class Connector:
             try:
                 caller = await authenticator.authenticate(request)
             except Refused as refused:
-                return JSONResponse(
-                    {"error": refused.reason, "error_description": refused.message},
-                    status_code=refused.status,
-                    headers=dict(refused.headers),
-                )
+                return refused.response()
             return await self._connect(request, caller.id)
 
         path = f"/connect/{self.source}"

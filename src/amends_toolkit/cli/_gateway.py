@@ -996,11 +996,7 @@ class Gateway:
                 try:
                     await metrics_key.authenticate(request)
                 except Refused as refused:
-                    return JSONResponse(
-                        {"error": refused.reason, "error_description": refused.message},
-                        status_code=refused.status,
-                        headers=dict(refused.headers),
-                    )
+                    return refused.response()
             return Response(
                 self.metrics.exposition(), media_type="text/plain; version=0.0.4; charset=utf-8"
             )
