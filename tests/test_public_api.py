@@ -11,7 +11,7 @@ SURFACE = {
     "ActorRef", "ActorStatistics", "Annotations", "AuthenticationError", "CallFailedError",
     "CatalogError", "CodeRuntime", "Decision", "Failure", "InProcessRuntime",
     "InvalidInputError", "InvalidResponseError", "JsonInput", "JsonObject", "JsonValue", "Member",
-    "MontyRuntime", "NameClash", "NotFoundError", "Progress", "Restart", "Runtime", "Session", "Tool",
+    "MontyRuntime", "NameClash", "NoApproval", "ApprovalRequired", "ApprovalTimedOut", "NotFoundError", "Progress", "Restart", "Runtime", "Session", "Tool",
     "ToolDefinition", "ToolEntry", "ToolResult", "ToolSource", "ToolSourceError", "Toolkit",
     "UnavailableError", "UnknownError", "UnsupportedError", "adapters", "assemble", "calling_as", "catalog",
     "code_mode", "http", "mcp", "openapi", "presentation", "source_toolkit", "tool_search",

@@ -35,7 +35,9 @@ Failures
     ``at.ToolSourceError`` and its reasons (``at.AuthenticationError``, ``at.NotFoundError``,
     ``at.InvalidInputError``, ``at.CallFailedError``, ``at.UnavailableError``,
     ``at.InvalidResponseError``, ``at.UnsupportedError``, ``at.UnknownError``) for the host;
-    ``at.Failure`` for what a model reads; ``at.NameClash`` for an assembly's clash.
+    ``at.Failure`` for what a model reads; ``at.NameClash`` for an assembly's clash;
+    ``at.NoApproval`` (``at.ApprovalRequired``, ``at.ApprovalTimedOut``), raised by an
+    ``approve`` that got no person's decision.
 Presentations
     ``at.tool_search``, ``at.code_mode`` (with ``at.MontyRuntime``, any ``at.CodeRuntime``, or
     ``at.InProcessRuntime`` in tests), and ``at.presentation`` (``call``, ``restrict``,
@@ -57,6 +59,8 @@ from __future__ import annotations
 from amends_toolkit import adapters, catalog, http, mcp, openapi, presentation
 from amends_toolkit._definitions import Annotations, Decision, ToolDefinition
 from amends_toolkit._errors import (
+    ApprovalRequired,
+    ApprovalTimedOut,
     AuthenticationError,
     CallFailedError,
     CatalogError,
@@ -64,6 +68,7 @@ from amends_toolkit._errors import (
     InvalidInputError,
     InvalidResponseError,
     NameClash,
+    NoApproval,
     NotFoundError,
     ToolSourceError,
     UnavailableError,
@@ -103,6 +108,8 @@ __all__ = (
     "ActorRef",
     "ActorStatistics",
     "Annotations",
+    "ApprovalRequired",
+    "ApprovalTimedOut",
     "AuthenticationError",
     "CallFailedError",
     "CatalogError",
@@ -118,6 +125,7 @@ __all__ = (
     "Member",
     "MontyRuntime",
     "NameClash",
+    "NoApproval",
     "NotFoundError",
     "Progress",
     "Restart",

@@ -15,6 +15,11 @@ The exception tree::
     │   ├── UnsupportedError         the system asked for something the source does not do
     │   └── UnknownError             a defect: the source failed
     ├── Failure                      what a model reads of a failure, raised by presentations
+    ├── NoApproval                   no person decided a call that needs approval (raised by an
+    │   │                            ``approve``); the tool does not run. A person's no is not
+    │   │                            one: ``approve`` gives ``False`` (``ApprovalDenied``)
+    │   ├── ApprovalRequired         nobody could be asked
+    │   └── ApprovalTimedOut         somebody was asked, and nobody decided in time
     ├── NameClash                    an assembly gave two tools one name (a host's mistake)
     └── ValueError
         └── CatalogError             stored catalog JSON that cannot be read back
@@ -34,6 +39,8 @@ if TYPE_CHECKING:
     from amends_toolkit._json import JsonValue
 
 __all__ = (
+    "ApprovalRequired",
+    "ApprovalTimedOut",
     "AuthenticationError",
     "CallFailedError",
     "CatalogError",
@@ -41,6 +48,7 @@ __all__ = (
     "InvalidInputError",
     "InvalidResponseError",
     "NameClash",
+    "NoApproval",
     "NotFoundError",
     "ToolSourceError",
     "UnavailableError",
@@ -243,6 +251,48 @@ class Failure(Exception):
 
 def _failure(code: str, message: str, retryable: bool) -> Failure:
     return Failure(code=code, message=message, retryable=retryable)
+
+
+class NoApproval(Exception):
+    """No person decided a call that needs approval, so it did not run: an ``approve`` (the
+    host's, or one of the library's that asks a client or an approver) raises it instead of
+    giving ``True`` or ``False``, which say what a person decided.
+
+    The model reads :meth:`to_failure` (its code is the class's name); ``message`` is for the
+    host and its logs (such as why nobody could be asked).
+    """
+
+    default_message: ClassVar[str] = "Nobody decided this call, so it did not run."
+
+    def __init__(self, message: str | None = None) -> None:
+        self.message = message if message is not None else self.default_message
+        super().__init__(self.message)
+
+    @property
+    def code(self) -> str:
+        """The Failure's ``code``: the class's name."""
+        return type(self).__name__
+
+    def to_failure(self) -> Failure:
+        """What the model reads: never the host's ``message``."""
+        return Failure(code=self.code, message=self.default_message, retryable=False)
+
+
+class ApprovalRequired(NoApproval):
+    """Nobody could be asked to approve the call (no client that can be asked, no approver)."""
+
+    default_message = (
+        "This tool needs a person's approval and nobody could be asked, so it did not run."
+    )
+
+
+class ApprovalTimedOut(NoApproval):
+    """Somebody was asked to approve the call, and nobody decided in time."""
+
+    default_message = (
+        "This call waited for a person's approval and nobody decided in time, so it did not"
+        " run. Ask the user to approve it, then call it again."
+    )
 
 
 class NameClash(Exception):

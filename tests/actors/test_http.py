@@ -792,6 +792,29 @@ async def test_a_client_whose_own_stream_reads_the_url_as_a_string_is_given_the_
     ]
 
 
+@pytest.mark.anyio
+async def test_a_stream_set_on_the_clients_class_after_the_source_is_built_sends_its_requests(
+    wire_setup: Setup, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # An instrumentation wraps the library's stream after the host built its sources: every
+    # request goes through the client's stream as it is at the request, never a copy of it.
+    module = httpx if wire_setup.kind == "httpx" else httpx2
+    library, used = module.AsyncClient.stream, []
+
+    def recorded(self: object, method: str, url: str, **options: object) -> object:
+        used.append(urlsplit(url).path)
+        return library(self, method, url, **options)
+
+    async with module.AsyncClient(verify=SSL_CONTEXT) as client:
+        source = at.http.make(
+            name="shop", base_url=wire_setup.base_url + "/v1", operations=OPERATIONS, client=client
+        )
+        await source.call("ping", {})
+        monkeypatch.setattr(module.AsyncClient, "stream", recorded)
+        await source.call("get_item", {"item_id": "1"})
+    assert used == ["/v1/items/1"]
+
+
 # --- end to end: an OpenAPI document through the toolkit -------------------------------------
 
 PETSTORE = Path(__file__).parents[1] / "data" / "openapi-corpus" / "petstore-3.0.yaml"

@@ -135,7 +135,7 @@ async def test_fifty_sdk_clients_and_our_source_list_and_call_through_the_gatewa
             assert "5" in text(added)
             refused = await client.call_tool("tasks__delete_task", {"task_id": 1})
             assert refused.is_error
-            assert "did not approve" in text(refused)
+            assert "nobody could be asked" in text(refused)
             with pytest.raises(MCPError, match="Unknown tool"):
                 await client.call_tool("tasks__secret", {})
             outcomes.append(client.protocol_version)
@@ -154,7 +154,7 @@ async def test_fifty_sdk_clients_and_our_source_list_and_call_through_the_gatewa
         assert await source.call("tasks__list_tasks", {}) == {
             "result": ["water the plants", "buy bread"]
         }
-        with pytest.raises(at.CallFailedError, match="did not approve"):
+        with pytest.raises(at.CallFailedError, match="nobody could be asked"):
             await source.call("tasks__delete_task", {"task_id": 2})
         with pytest.raises(at.NotFoundError):
             await source.call("tasks__secret", {})
@@ -169,7 +169,7 @@ async def test_a_line_is_logged_per_call_without_its_input(gateway: GatewayProce
     )
     calls = gateway.events("gateway.call")
     assert {"tool", "outcome", "ms", "era"} <= set(calls[-1])
-    assert {e["outcome"] for e in calls} >= {"ok", "ApprovalDenied"}
+    assert {e["outcome"] for e in calls} >= {"ok", "ApprovalRequired"}
     assert not any("40417" in line for line in gateway.lines)
 
 
@@ -189,7 +189,7 @@ async def test_metrics_parse_and_count_calls_by_outcome(gateway: GatewayProcess)
         for family in text_string_to_metric_families(metrics)
         for sample in family.samples
     }
-    assert samples[("amends_gateway_call_failures_total", (("code", "ApprovalDenied"),))] >= 1
+    assert samples[("amends_gateway_call_failures_total", (("code", "ApprovalRequired"),))] >= 1
     assert samples[("amends_gateway_call_failures_total", (("code", "InvalidInputError"),))] >= 1
     calls = ("amends_gateway_calls_total", (("profile", "default"), ("tool", "grower__add")))
     assert samples[calls] >= 1

@@ -415,6 +415,35 @@ async def test_in_ask_mode_the_approval_tools_are_declared_and_asked_about_one_b
     assert asked == [("delete", {"text": "gone"}), ("shout", {"text": "LOUD"})]
 
 
+async def test_in_ask_mode_code_reads_that_nobody_decided_and_the_tool_does_not_run() -> None:
+    ran: list[JsonObject] = []
+
+    async def delete(input: JsonObject) -> JsonValue:
+        ran.append(input)
+        return "deleted"
+
+    presented = at.code_mode(
+        kit(entry("delete", delete, approval=True)), at.InProcessRuntime(), approval="ask"
+    )
+
+    def nobody(name: str, input: JsonObject) -> bool:
+        raise at.ApprovalTimedOut("the approvers' page was not opened")
+
+    code = (
+        "try:\n"
+        '    await tools.delete({"text": "gone"})\n'
+        "except ToolError as error:\n"
+        "    return [error.code, error.message]"
+    )
+    async with at.Session(presented, approve=nobody) as session:
+        answer = await session.call("execute", {"code": code})
+    assert answer == {
+        "result": ["ApprovalTimedOut", at.ApprovalTimedOut.default_message],
+        "logs": [],
+    }
+    assert ran == []
+
+
 async def test_outside_a_session_an_approval_call_from_code_does_not_run() -> None:
     ran: list[JsonObject] = []
 

@@ -62,6 +62,27 @@ async def test_a_refusal_is_a_result_the_model_reads_and_the_tool_does_not_run()
     assert source.calls == []
 
 
+@pytest.mark.parametrize("undecided", [at.ApprovalRequired, at.ApprovalTimedOut])
+async def test_an_approve_that_got_no_decision_is_its_own_failure_not_a_refusal(
+    undecided: type[at.NoApproval],
+) -> None:
+    source = Recording("db")
+
+    async def nobody(name: str, input: JsonObject) -> bool:
+        raise undecided("the host's reason, never the model's: http://10.0.0.7/approvals")
+
+    async with at.Session(policy_toolkit(source), approve=nobody) as session:
+        result = await session.invoke("db__write", {"id": 1})
+    assert result.value == {
+        "isFailure": True,
+        "code": undecided.__name__,
+        "message": undecided.default_message,
+        "retryable": False,
+    }
+    assert "10.0.0.7" not in str(result.value)
+    assert source.calls == []
+
+
 async def test_a_synchronous_approver_is_called() -> None:
     source = Recording("db")
     async with at.Session(policy_toolkit(source), approve=lambda _, __: False) as session:

@@ -503,8 +503,7 @@ async def test_the_rule_of_a_source_class_gone_is_forgotten_and_not_read_for_ano
 
 
 async def test_an_answer_is_the_result_its_value_makes_whole() -> None:
-    # A call's answer is made without ToolResult's keyword __init__: it is the same value, every
-    # field set (a field added to ToolResult and not to _answered() fails here).
+    # A call's answer is the same value as the one its __init__ makes, every field set.
     result = await one_tool(Recording("s")).invoke("s__tool", {"id": 1})
     assert result == ToolResult(value=result.value)
     assert attrs.asdict(result, recurse=False) == attrs.asdict(

@@ -83,7 +83,6 @@ from amends_toolkit.protocols.http import (
     build_request,
     charset,
     check_client,
-    client_stream,
     client_url,
     join_url,
     network_failure,
@@ -181,8 +180,6 @@ class HttpSource:
         self._operations = {operation.definition.name: operation for operation in operations}
         self._definitions = tuple(operation.definition for operation in operations)
         self._client = client
-        # How a request is sent: the client's stream, or the same without its generator.
-        self._stream = client_stream(client, client.stream)
         # An operation without placeholders always goes to one URL: parsed once, the client's own.
         self._targets = {
             operation.definition.name: client_url(client, join_url(base_url, path))
@@ -284,7 +281,7 @@ class HttpSource:
         headers: list[tuple[str, str]],
         query: list[tuple[str, str]],
     ) -> JsonValue:
-        async with self._stream(
+        async with self._client.stream(
             wire.method,
             self._targets.get(tool, wire.url),
             content=wire.content,

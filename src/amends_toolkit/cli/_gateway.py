@@ -55,7 +55,13 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from amends_toolkit import adapters
-from amends_toolkit._errors import Failure, LimitExceeded, NameClash, ToolSourceError
+from amends_toolkit._errors import (
+    ApprovalRequired,
+    Failure,
+    LimitExceeded,
+    NameClash,
+    ToolSourceError,
+)
 from amends_toolkit._log import get_logger
 from amends_toolkit._peer import cut
 from amends_toolkit.adapters import Refused, caller_of
@@ -774,8 +780,8 @@ class Gateway:
         )
 
     async def _refuse(self, name: str, input: JsonObject) -> bool:
-        _note_code("ApprovalDenied")
-        return False
+        _note_code("ApprovalRequired")
+        raise ApprovalRequired("no approver: the gateway runs without --approve-on-terminal")
 
     async def _ask(self, name: str, input: JsonObject) -> bool:
         async with self._ask_lock:  # one question at a time
@@ -993,7 +999,8 @@ def _listen(host: str, port: int) -> socket.socket:
 
 def _decision(outcome: str, record: _Call) -> str:
     """What the audit line says was decided of a call: ``allowed``, ``approved by <whom>``,
-    ``denied`` (a person, or no one, did not approve it), ``blocked`` (no tool of that name is
+    ``denied`` (a person did not approve it), ``unapproved`` (nobody could be asked, or nobody
+    decided in time), ``blocked`` (no tool of that name is
     served to the caller: blocked by its policy, outside its profile, or unknown), or
     ``refused_limits`` (its profile's limits); how it then went is its outcome."""
     if outcome == LIMITED:
@@ -1002,6 +1009,8 @@ def _decision(outcome: str, record: _Call) -> str:
         return "blocked"
     if record.code == "ApprovalDenied":
         return "denied"
+    if record.code in ("ApprovalRequired", "ApprovalTimedOut"):
+        return "unapproved"
     if record.approved_by is not None:
         return f"approved by {record.approved_by}"
     return "allowed"

@@ -17,6 +17,7 @@ from fnmatch import fnmatchcase, translate
 from typing import TYPE_CHECKING
 
 from amends_toolkit.runtime._assembly import tool_name
+from amends_toolkit.runtime._toolkit import SEPARATOR
 
 if TYPE_CHECKING:
     from amends_toolkit._definitions import Decision, ToolDefinition
@@ -60,7 +61,7 @@ class GlobPolicy:
     def __call__(self, source: str, definition: ToolDefinition) -> Decision:
         tool = definition.name
         name = tool_name(source, tool)
-        upstream = f"{source}__{tool}"
+        upstream = f"{source}{SEPARATOR}{tool}"
         names = (name,) if upstream == name else (name, upstream)
         # Each list is matched (none skipped) so that every pattern that names a tool is noted.
         blocked = self._block.match((*names, tool))

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Literal, TypeAlias
 
 import anyio
 
-from amends_toolkit._errors import Failure, UnknownError
+from amends_toolkit._errors import Failure, NoApproval, UnknownError
 from amends_toolkit._log import get_logger
 from amends_toolkit.presentations._declarations import declare
 from amends_toolkit.presentations._runtimes import (
@@ -299,7 +299,11 @@ class _Asking:
         if self._ask is None:
             return await self._tools.ask(name, input)
         with untimed(self._scope):
-            approved = await self._ask(name, input)
+            try:
+                approved = await self._ask(name, input)
+            except NoApproval as undecided:
+                failure = undecided.to_failure()
+                raise ToolError(code=failure.code, message=failure.message) from None
         answer = await self._tools.answer(
             PendingCall(id=0, name=name, input=input), approved=approved
         )

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING
 
 from amends_toolkit._extras import missing_extra
 from amends_toolkit.presentations._index import SearchIndex, summary, words
+from amends_toolkit.runtime._toolkit import SEPARATOR
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -53,7 +54,7 @@ def tool_text(tool: Tool) -> str:
     """What is embedded of a tool: the words of its name (the source's prefix left out: it names
     the API, not what the tool does) and its description's first paragraph when it has several
     (an OpenAPI summary: what the tool does, where the rest says how), else the description."""
-    local = tool.name.partition("__")[2] or tool.name
+    local = tool.name.partition(SEPARATOR)[2] or tool.name
     text = summary(tool.description) or tool.description
     return f"{' '.join(words(local))}. {text}"[:_MAX_TEXT]
 

@@ -9,6 +9,7 @@ requests ask for nothing else with ``Accept-Encoding``); a body in another codin
 
 from __future__ import annotations
 
+import contextlib
 import zlib
 from typing import TYPE_CHECKING, Final, Protocol
 
@@ -100,24 +101,14 @@ async def read_bounded(response: RawResponse, limit: int) -> bytes:
         AnswerTooLarge: it is longer; nothing past the limit (and one chunk) was held.
         UnreadableCoding: as for :func:`decoded_chunks`.
     """
-    # decoded_chunks' loop, inlined: one generator less on every answer read.
     parts: list[bytes] = []
     size = 0
-    raws, inflater = _raw_body(response)
-    try:
-        async for raw in raws:
-            for piece in (raw,) if inflater is None else inflater.feed(raw):
-                size += len(piece)
-                if size > limit:
-                    raise AnswerTooLarge(limit)
-                parts.append(piece)
-        if inflater is not None and (tail := inflater.flush()):
-            size += len(tail)
+    async with contextlib.aclosing(decoded_chunks(response)) as pieces:
+        async for piece in pieces:
+            size += len(piece)
             if size > limit:
                 raise AnswerTooLarge(limit)
-            parts.append(tail)
-    finally:
-        await _close(raws)
+            parts.append(piece)
     return parts[0] if len(parts) == 1 else b"".join(parts)
 
 
@@ -129,17 +120,10 @@ async def read_pieces(response: RawResponse, take: Callable[[bytes], bool]) -> b
     Raises:
         UnreadableCoding: as for :func:`decoded_chunks`.
     """
-    # decoded_chunks' loop, inlined as in read_bounded: no generator on every answer read.
-    raws, inflater = _raw_body(response)
-    try:
-        async for raw in raws:
-            for piece in (raw,) if inflater is None else inflater.feed(raw):
-                if not take(piece):
-                    return False
-        if inflater is not None and (tail := inflater.flush()):
-            return take(tail)
-    finally:
-        await _close(raws)
+    async with contextlib.aclosing(decoded_chunks(response)) as pieces:
+        async for piece in pieces:
+            if not take(piece):
+                return False
     return True
 
 

@@ -21,7 +21,7 @@ import attrs
 from amends_toolkit._definitions import ToolDefinition
 from amends_toolkit._errors import NameClash
 from amends_toolkit.runtime._source import ToolSource
-from amends_toolkit.runtime._toolkit import SourceTools, ToolEntry, Toolkit
+from amends_toolkit.runtime._toolkit import SEPARATOR, SourceTools, ToolEntry, Toolkit
 
 if TYPE_CHECKING:
     from amends_toolkit._definitions import Decision
@@ -96,7 +96,7 @@ def tool_name(source: str, tool: str, *, max_name_length: int = 64) -> str:
         ValueError: ``max_name_length`` is below 16.
     """
     _check_limit(max_name_length)
-    return _name(f"{source}__{tool}", max_name_length)
+    return _name(f"{source}{SEPARATOR}{tool}", max_name_length)
 
 
 def _name(whole: str, limit: int) -> str:
@@ -180,7 +180,7 @@ def assemble(
         source_names.append(source_name)
         held.append(definitions)
         starts.append(start)
-        prefix = _clean(source_name) + "__"  # the source's part of each name, made once
+        prefix = _clean(source_name) + SEPARATOR  # the source's part of each name, made once
         for position, definition in enumerate(definitions, start):
             decision = decide(source_name, definition)
             approval = _APPROVAL.get(decision) if isinstance(decision, str) else None

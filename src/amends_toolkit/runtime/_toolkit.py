@@ -12,8 +12,11 @@ the name is unknown (or blocked)       ``NotFoundError``, with the names it may 
 the input is not an object, or does    ``InvalidInputError``, saying what to fix; the
 not match the tool's schema            handler (the source) never sees the input
 the tool needs approval, and nobody    ``ApprovalRequired``: the host runs it in a Session
-was asked                              (which asks a person), or says it approved the call
+was asked (or ``approve`` raised       (which asks a person), or says it approved the call
+``ApprovalRequired``: none could be)
 a person refused it (Session)          ``ApprovalDenied``
+nobody decided in time (``approve``    ``ApprovalTimedOut``
+raised ``ApprovalTimedOut``)
 the session's timeout passed           ``UnavailableError``
 the handler raised a ToolSourceError   that reason's Failure (``error.to_failure()``)
 the handler raised a Failure           that Failure
@@ -44,15 +47,17 @@ import math
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from types import MappingProxyType
-from typing import TypeAlias, cast
+from typing import Final, TypeAlias, cast
 
 import anyio
 import attrs
 
 from amends_toolkit._definitions import Annotations, ToolDefinition
 from amends_toolkit._errors import (
+    ApprovalRequired,
     Failure,
     NameClash,
+    NoApproval,
     NotFoundError,
     ToolSourceError,
     UnavailableError,
@@ -97,10 +102,15 @@ NeedsApproval: TypeAlias = bool | Callable[[JsonObject], bool]
 """Whether a call needs a person's approval: always, never, or as a function of its input."""
 
 Approve: TypeAlias = Callable[[str, JsonObject], Awaitable[bool] | bool]
-"""The host's question to a person: may this tool run with this input? (``True`` or ``False``)"""
+"""The host's question to a person: may this tool run with this input? ``True`` or ``False``
+is what a person decided; when no person decided, it raises a :class:`~amends_toolkit.NoApproval`
+(``ApprovalRequired``: nobody could be asked; ``ApprovalTimedOut``: nobody decided in time)."""
 
 OnError: TypeAlias = Callable[[str, ToolSourceError], Awaitable[None] | None]
 """The host's view of the error behind a failure, with the model-facing name of the tool."""
+
+SEPARATOR: Final = "__"
+"""What joins a source's name and its tool's in a model-facing name: ``<source>__<tool>``."""
 
 Ask: TypeAlias = Callable[[str, JsonObject], Awaitable[bool]]
 """How a running call asks a person about another call it makes: ``True`` when approved."""
@@ -139,7 +149,7 @@ DENIED = Failure(
 """What the model reads when the host's ``approve`` refuses a call."""
 
 NEEDS_APPROVAL = Failure(
-    code="ApprovalRequired",
+    code=ApprovalRequired.__name__,
     message=(
         "This tool needs a person's approval and nobody was asked, so it did not run: the host"
         " must run it in a Session, which asks."
@@ -291,20 +301,6 @@ class ToolResult:
         return cls(value=failure.to_json(), failure=failure, error=error)
 
 
-_new = object.__new__
-_set = object.__setattr__
-
-
-def _answered(value: JsonValue) -> ToolResult:
-    """``ToolResult(value=value)``, made without the keyword call of its ``__init__`` (a third
-    of what the result of every call costs)."""
-    result = _new(ToolResult)
-    _set(result, "value", value)
-    _set(result, "failure", None)
-    _set(result, "error", None)
-    return result
-
-
 @attrs.frozen(kw_only=True)
 class SourceTools:
     """The sources of an assembled toolkit and their definitions, in assembly order: what its
@@ -448,7 +444,7 @@ class Toolkit:
         if self._hints is None:
             hints: dict[str, list[str]] = {}
             for tool in self._entries:
-                keys = {tool.lower(), tool.partition("__")[2].lower()}
+                keys = {tool.lower(), tool.partition(SEPARATOR)[2].lower()}
                 for key in keys - {""}:
                     hints.setdefault(key, []).append(tool)
             self._hints = hints
@@ -535,7 +531,7 @@ async def run_tool(
         return not_found(toolkit.hints(name) if isinstance(name, str) else [])
     # The host's input as the check reads it: the same object, unchanged (the check refuses any
     # but a dict, as it refuses anything a model sends that is no JSON object).
-    input: JsonValue = given  # type: ignore[assignment]
+    input = cast("JsonValue", given)
     problem = entry.check(input)
     if problem is not None:
         return refused(problem)
@@ -544,7 +540,12 @@ async def run_tool(
         if approve is None:
             _log.info("call.needs_approval", tool=name)
             return ToolResult.failed(NEEDS_APPROVAL)
-        if not await _approves(approve, name, input):
+        try:
+            approved = await _approves(approve, name, input)
+        except NoApproval as undecided:
+            _log.info("call.undecided", tool=name, code=undecided.code)
+            return ToolResult.failed(undecided.to_failure())
+        if not approved:
             _log.info("call.denied", tool=name)
             return ToolResult.failed(DENIED)
     # One coroutine for the whole call: a call in flight holds every frame of its chain, and
@@ -564,7 +565,7 @@ async def run_tool(
     except Exception as error:  # noqa: BLE001 - every failure is a result (see _failed)
         result = _failed(entry, error)
     else:
-        result = _answered(value)
+        result = ToolResult(value=value)
     finally:
         if token is not None:
             _ASKING.reset(token)

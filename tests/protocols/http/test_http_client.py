@@ -10,7 +10,6 @@ The network is real: a port bound on 127.0.0.1 that does not listen refuses, and
 
 from __future__ import annotations
 
-import contextlib
 import socket
 from collections.abc import AsyncIterator, Callable, Iterator
 
@@ -21,7 +20,7 @@ from mcp.server import MCPServer
 
 import amends_toolkit as at
 from amends_toolkit.actors._mcp import McpHttpSource
-from amends_toolkit.protocols.http import client_stream, network_failure, where
+from amends_toolkit.protocols.http import network_failure, where
 
 Build = Callable[[str, object], at.ToolSource]
 
@@ -157,69 +156,3 @@ class _Recorded(httpx.AsyncByteStream):
 
     async def aclose(self) -> None:
         self._closed.append(True)
-
-
-@pytest.mark.anyio
-@pytest.mark.both_backends
-@pytest.mark.parametrize("leaving", ["read", "unread", "raised"])
-async def test_a_response_sent_without_the_clients_generator_is_closed_on_leaving(
-    leaving: str,
-) -> None:
-    closed: list[bool] = []
-    answer = lambda _: httpx.Response(200, stream=_Recorded(closed))  # noqa: E731
-    async with httpx.AsyncClient(transport=httpx.MockTransport(answer)) as client:
-        opens = client_stream(client, client.stream)
-        assert opens is not client.stream  # the library's own client: no generator
-        with pytest.raises(KeyError) if leaving == "raised" else contextlib.nullcontext():
-            async with opens("GET", "http://host/x", headers={"X-A": "1"}) as response:
-                assert response.status_code == 200
-                assert response.request.headers["x-a"] == "1"
-                if leaving == "read":
-                    assert [chunk async for chunk in response.aiter_raw()] == [b'{"a": 1}']
-                elif leaving == "raised":
-                    raise KeyError
-    assert closed == [True]
-
-
-@pytest.mark.parametrize("module", [httpx, httpx2])
-@pytest.mark.parametrize("method", ["stream", "build_request", "send"])
-def test_a_client_with_its_own_way_of_sending_is_given_its_own_stream(
-    module: object, method: str
-) -> None:
-    base = module.AsyncClient  # type: ignore[attr-defined]
-    own = type("Own", (base,), {method: lambda self, *a, **k: getattr(base, method)(self, *a, **k)})
-    patched = base()
-    # set on the instance, as a test's recorder is
-    setattr(patched, method, lambda *a, **k: getattr(base, method)(patched, *a, **k))
-    for client in (own(), patched):
-        assert client_stream(client, client.stream) == client.stream
-    assert client_stream(base(), base().stream) != base().stream
-    stream = contextlib.nullcontext
-    assert client_stream(object(), stream) is stream  # any other client: its own
-
-
-@pytest.mark.anyio
-@pytest.mark.parametrize("module", [httpx, httpx2])
-@pytest.mark.parametrize("when", ["before", "after"])
-async def test_a_stream_set_on_the_librarys_class_is_used(
-    module: object, when: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # An instrumentation's stream on the library's class, set before the source is built or
-    # after: the requests go through it, as through the client's stream before.
-    base = module.AsyncClient  # type: ignore[attr-defined]
-    library, used = base.stream, []
-
-    def recorded(self: object, *args: object, **options: object) -> object:
-        used.append(args[0])
-        return library(self, *args, **options)
-
-    answer = lambda _: module.Response(200, content=b"{}")  # type: ignore[attr-defined]  # noqa: E731
-    async with base(transport=module.MockTransport(answer)) as client:  # type: ignore[attr-defined]
-        if when == "before":
-            monkeypatch.setattr(base, "stream", recorded)
-        opens = client_stream(client, client.stream)
-        if when == "after":
-            monkeypatch.setattr(base, "stream", recorded)
-        async with opens("GET", "http://host/x") as response:
-            assert response.status_code == 200
-    assert used == ["GET"]

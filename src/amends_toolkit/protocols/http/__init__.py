@@ -5,7 +5,6 @@ from __future__ import annotations
 from amends_toolkit.protocols.http._bodies import encode_body, file_schema
 from amends_toolkit.protocols.http._client import (
     check_client,
-    client_stream,
     client_url,
     network_failure,
     where,
@@ -63,7 +62,6 @@ __all__ = (
     "build_request",
     "charset",
     "check_client",
-    "client_stream",
     "client_url",
     "encode_body",
     "file_schema",

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 _Opens = TypeVar("_Opens", bound="Callable[..., AbstractAsyncContextManager[Any]]")
 
-__all__ = ("check_client", "client_stream", "client_url", "network_failure", "where")
+__all__ = ("check_client", "client_url", "network_failure", "where")
 
 _FIX: Final = (
     "give an httpx.AsyncClient (or an httpx2.AsyncClient), as in "
@@ -70,65 +70,6 @@ def client_url(client: object, url: str, *, name: str = "url") -> str:
             # Typed as the string it stands for: the client's ``stream`` takes either.
             return cast("str", parsed)
     return url
-
-
-def client_stream(client: object, stream: _Opens) -> _Opens:
-    """The client's ``stream`` (given as ``stream``), or for an ``httpx`` (or ``httpx2``)
-    ``AsyncClient`` whose ``stream``, ``build_request`` and ``send`` are the library's own when
-    the source is built (no subclass's, none set on the instance), the
-    same request sent the same way (``build_request``, then ``send`` with ``stream=True``; the
-    response closed on leaving) by a context written as a class: ``stream`` is a generator
-    context manager, whose generator and wrappers each request passes through (about 1% of a
-    call's instructions over the wire). A client that overrides one of them (in a subclass, on
-    the instance or on the library's class) is left its own; a ``stream`` set on the client or its
-    class after the source is built is looked for on each request and used.
-    """
-    for module in ("httpx2", "httpx"):
-        loaded = sys.modules.get(module)
-        if loaded is not None and isinstance(client, loaded.AsyncClient):
-            if any(
-                (function := getattr(getattr(client, method), "__func__", None))
-                is not getattr(loaded.AsyncClient, method)
-                # set on the class itself (an instrumentation's): not the library's own either
-                or getattr(function, "__module__", None) != f"{module}._client"
-                for method in ("stream", "build_request", "send")
-            ):
-                return stream
-
-            return cast("_Opens", _sender(client, loaded.AsyncClient.stream))
-    return stream
-
-
-def _sender(client: Any, library: object) -> Callable[..., Any]:
-    """Send as the client's ``stream`` does (``library``, its class's when the source was built)
-    while it is that one: a ``stream`` set on the client or its class since is used, as the
-    client's stream was before (a host may wrap it later, a recorder or a signer)."""
-    own, kind = vars(client), type(client)
-
-    def sent(method: str, url: object, **options: object) -> Any:
-        if "stream" in own or kind.stream is not library:
-            return client.stream(method, url, **options)
-        return _Streamed(client, method, url, options)
-
-    return sent
-
-
-class _Streamed:
-    """``AsyncClient.stream``'s context: the request built and sent on entering, the response
-    closed on leaving (whatever ended the block)."""
-
-    __slots__ = ("_client", "_method", "_options", "_response", "_url")
-
-    def __init__(self, client: Any, method: str, url: object, options: dict[str, object]) -> None:
-        self._client, self._method, self._url, self._options = client, method, url, options
-
-    async def __aenter__(self) -> Any:
-        request = self._client.build_request(self._method, self._url, **self._options)
-        self._response = await self._client.send(request, stream=True)
-        return self._response
-
-    async def __aexit__(self, *_: object) -> None:
-        await self._response.aclose()
 
 
 def where(url: str) -> str:

@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Awaitable, Callable, Mapping
-from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Final, Protocol
 from urllib.parse import parse_qsl, urlsplit
 
@@ -56,7 +55,7 @@ from amends_toolkit.protocols._body import (
     decoded_chunks,
     read_bounded,
 )
-from amends_toolkit.protocols.http import client_stream, client_url, network_failure, outcome
+from amends_toolkit.protocols.http import client_url, network_failure, outcome
 from amends_toolkit.protocols.mcp._jsonrpc import (
     ErrorResponse,
     Message,
@@ -71,6 +70,8 @@ from amends_toolkit.protocols.mcp._jsonrpc import (
 from amends_toolkit.protocols.mcp._sse import SseParser
 
 if TYPE_CHECKING:
+    from contextlib import AbstractAsyncContextManager
+
     from amends_toolkit._json import JsonObject
 
 __all__ = (
@@ -125,6 +126,7 @@ class HttpClient(Protocol):
         headers: Mapping[str, str] | None = ...,
         timeout: float | None = ...,
         params: tuple[tuple[str, str], ...] | None = ...,
+        extensions: Mapping[str, object] | None = ...,
     ) -> AbstractAsyncContextManager[HttpResponse]: ...
 
 
@@ -281,16 +283,6 @@ class HttpWire:
     )
     """``url`` as the client's own URL, parsed once (see
     :func:`~amends_toolkit.protocols.http.client_url`)."""
-    opens: Callable[..., AbstractAsyncContextManager[HttpResponse]] = attrs.field(
-        init=False,
-        eq=False,
-        repr=False,
-        default=attrs.Factory(
-            lambda wire: client_stream(wire.client, wire.client.stream), takes_self=True
-        ),
-    )
-    """How a request is sent: the client's ``stream``, or the same without its generator (see
-    :func:`~amends_toolkit.protocols.http.client_stream`)."""
     query: tuple[tuple[str, str], ...] = attrs.field(
         init=False,
         eq=False,
@@ -335,12 +327,15 @@ class HttpWire:
         """Send one request once. httpx (and httpx2) replace a URL's query with the client's
         own ``params`` when it has some: ``url``'s query is then given again, so that both are
         sent (the URL's value wins where both name one)."""
-        options: dict[str, object] = {"content": content, "headers": headers, "timeout": timeout}
-        if steps is not None:
-            options["extensions"] = {"trace": steps}
-        if self.query and getattr(self.client, "params", None):
-            options["params"] = self.query
-        return self.opens(method, self.target, **options)
+        return self.client.stream(
+            method,
+            self.target,
+            content=content,
+            headers=headers,
+            timeout=timeout,
+            params=self.query if self.query and getattr(self.client, "params", None) else None,
+            extensions=None if steps is None else {"trace": steps},
+        )
 
     async def post(
         self,
