@@ -4,7 +4,8 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from trio.testing import MockClock
+
+from amends_toolkit.testing import virtual_clock
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -20,7 +21,7 @@ def anyio_backend(request: pytest.FixtureRequest) -> object:
     """asyncio by default, both backends for tests marked ``both_backends``; trio with a virtual
     clock for tests marked ``virtual_clock``."""
     if request.node.get_closest_marker("virtual_clock"):
-        return ("trio", {"clock": MockClock(autojump_threshold=0)})
+        return virtual_clock()
     return getattr(request, "param", "asyncio")
 
 

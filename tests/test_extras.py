@@ -48,6 +48,28 @@ def test_the_pydantic_ai_toolset_without_pydantic_ai_names_the_extra(
     )
 
 
+@pytest.mark.parametrize(
+    ("module", "extra", "missing"),
+    [
+        ("openai_agents", "openai-agents", "agents"),
+        ("langchain", "langchain", "langchain_core"),
+        ("langchain", "langchain", "langgraph"),
+    ],
+)
+def test_a_frameworks_tools_without_its_packages_name_the_extra(
+    monkeypatch: pytest.MonkeyPatch, module: str, extra: str, missing: str
+) -> None:
+    hide(monkeypatch, missing, f"amends_toolkit.adapters.{module}")
+    # at.adapters imports it when the name is first read.
+    monkeypatch.delitem(vars(at.adapters), module, raising=False)
+    with pytest.raises(ModuleNotFoundError) as caught:
+        getattr(at.adapters, module)
+    assert str(caught.value) == (
+        f"amends_toolkit.adapters.{module} needs the {extra!r} extra ({missing} is not "
+        f"installed): pip install 'amends-toolkit[{extra}]'"
+    )
+
+
 @pytest.mark.anyio
 async def test_monty_without_its_package_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     hide(monkeypatch, "pydantic_monty")

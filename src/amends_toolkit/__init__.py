@@ -46,8 +46,9 @@ Adapters (``at.adapters``)
     ``openai_tools``, ``anthropic_tools`` and the ``run_*`` functions for model APIs;
     ``mcp_server`` serves a toolkit over MCP (the ``mcp-server`` extra);
     ``amends_toolkit.adapters.pydantic_ai`` (the ``pydantic-ai`` extra).
-Conformance
-    ``amends_toolkit.conformance``: the checks every kind of source passes, for your own too.
+Conformance and testing
+    ``amends_toolkit.conformance``: the checks every kind of source passes, for your own too;
+    ``amends_toolkit.testing``: recording and scripted sources, ``allow_all``, a virtual clock.
 
 Logging goes through the standard ``logging`` module (logger ``amends_toolkit``), never
 configured here. Types: ``at.JsonValue`` (what a tool answers), ``at.JsonObject``, and

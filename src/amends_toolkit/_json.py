@@ -118,16 +118,8 @@ _PLAIN: Final = frozenset({str, int, bool, type(None)})
 _CONTAINERS: Final = (dict, list, tuple)
 
 
-def input_refusal(
-    value: object, *, max_depth: int = MAX_DEPTH, checked: bool = False
-) -> str | None:
-    """What a model reads of an input no peer may be sent (see :func:`refusal`), or ``None``.
-
-    ``checked``: the input was held to this at the default depth already (a toolkit does, before
-    every call), so it is walked again only for a smaller ``max_depth``.
-    """
-    if checked and max_depth >= MAX_DEPTH:
-        return None
+def input_refusal(value: object, *, max_depth: int = MAX_DEPTH) -> str | None:
+    """What a model reads of an input no peer may be sent (see :func:`refusal`), or ``None``."""
     if type(value) is dict and max_depth > 0:
         # Most inputs are one object of strings, whole numbers, booleans and nulls under string
         # keys: nothing in them to refuse, told without the walk's levels.

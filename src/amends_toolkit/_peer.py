@@ -5,12 +5,16 @@ among them, in an error, a body or a result. Every text a model reads from a pee
 with the client's :class:`Secrets` before it is cut (so no cut leaves half a credential), and
 every text from outside that a failure holds (a server's words, an API's body, the echo of an
 input in a validation message) is cut to :data:`MAX_MODEL_TEXT` characters.
+
+The other way round, what a person reads of a model's words (a tool's input in an approval's
+question, on a terminal or in a client's form) is :func:`shown`: escaped, then cut.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import unicodedata
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Final
 from urllib.parse import parse_qsl, quote, quote_plus, urlsplit
@@ -20,12 +24,14 @@ if TYPE_CHECKING:
 
 __all__ = (
     "MAX_MODEL_TEXT",
+    "MAX_SHOWN",
     "NO_SECRETS",
     "REDACTED",
     "ClientSecrets",
     "Secrets",
     "cut",
     "cut_middle",
+    "shown",
 )
 
 MAX_MODEL_TEXT: Final = 500
@@ -49,6 +55,35 @@ _NOT_SECRET: Final = frozenset(
     }
 )
 """Headers an HTTP client sets by itself, which carry nothing of the host's."""
+
+
+MAX_SHOWN: Final = 4_000
+"""The most characters of a model's text (an approval question's tool and input) a person is
+shown; the rest is cut, and the text says how many characters were cut."""
+
+# Controls (C0, DEL, C1), format characters (bidi embeddings, overrides and isolates, zero-width
+# characters, the BOM, tags), line and paragraph separators, surrogates, private use, unassigned.
+_HIDDEN: Final = frozenset(("Cc", "Cf", "Zl", "Zp", "Cs", "Co", "Cn"))
+
+
+def shown(text: str, *, limit: int = MAX_SHOWN) -> str:
+    """``text`` as a person may be shown it (on a terminal, in a client's form): every character
+    that is not plainly visible text written as its escape (``\\x1b``, ``\\u202e``,
+    ``\\U000e0041``), so none can move a cursor, clear a screen, hide text or turn it around; at
+    most ``limit`` characters of it, then how many more there were."""
+    kept = "".join(_escape(c) if unicodedata.category(c) in _HIDDEN else c for c in text[:limit])
+    if len(text) > limit:
+        kept += f"... ({len(text) - limit:,} more characters not shown)"
+    return kept
+
+
+def _escape(character: str) -> str:
+    point = ord(character)
+    if point < 0x100:
+        return f"\\x{point:02x}"
+    if point < 0x10000:
+        return f"\\u{point:04x}"
+    return f"\\U{point:08x}"
 
 
 def cut(text: str, limit: int = MAX_MODEL_TEXT) -> str:
@@ -153,9 +188,6 @@ NO_SECRETS: Final = Secrets(())
 _NOT_SENT_SECRET: Final = _NOT_SECRET | {"cookie"}
 """Headers of a request that carry no secret of the host's: those a client sets by itself, and
 ``Cookie`` (see :class:`ClientSecrets`)."""
-_NOT_SENT_SECRET_RAW: Final = frozenset(name.encode() for name in _NOT_SENT_SECRET)
-_MAX_PLAIN: Final = 64
-"""The most headers (name and value) of a client's requests remembered as carrying no secret."""
 
 _PATH_TOKEN: Final = re.compile(r"(?=[^/]*[0-9])(?=[^/]*[A-Za-z])[^/]{16,}")
 """A segment of an address's path that is a token, a key or an id, no word: 16 characters or
@@ -184,11 +216,7 @@ class ClientSecrets:
     __slots__ = (
         "_also",
         "_client",
-        "_ours",
-        "_ours_raw",
-        "_ours_set",
         "_params",
-        "_plain",
         "_raw",
         "_secrets",
         "_sent",
@@ -209,10 +237,6 @@ class ClientSecrets:
         self._params: object = None
         self._sent: tuple[str, ...] = ()
         self._secrets = NO_SECRETS
-        self._ours: tuple[str, ...] = ()
-        self._ours_set: frozenset[str] = frozenset()
-        self._ours_raw: frozenset[bytes] = frozenset()
-        self._plain: set[tuple[bytes, bytes]] = set()
 
     def current(self, response: object = None, sent: Iterable[str] = ()) -> Secrets:
         """The client's secrets now, with those of the request ``response`` answers beyond the
@@ -237,53 +261,26 @@ class ClientSecrets:
         """The values of a request's headers and of those of the requests before it (its
         redirects' ``history``), and of the query of the ``first`` request, that neither its
         source (``sent``) nor the client set by itself: what the client's ``auth`` or an event
-        hook put on it.
-
-        Headers are read from their raw bytes and only the values that are neither the source's
-        nor under a name a client sets by itself are decoded (as the headers decode them, when
-        one is not ASCII): a request's headers are new each time, and decoding all of them
-        (``multi_items``) cost more than the rest of the rule. A value the source sent is
-        compared as bytes when it is ASCII (its own bytes in any header encoding); a header
-        under such a name (``Host``, ``Content-Length``) is remembered, name and value, so the
-        next request's same header is passed over by one look-up (at most :data:`_MAX_PLAIN`
-        remembered). The query is read only when there is one.
-        """
+        hook put on it."""
         headers = getattr(request, "headers", None)
-        raw = getattr(headers, "raw", None)
-        if not isinstance(raw, list):
+        if headers is None or not hasattr(headers, "multi_items"):
             return ()
-        if history:
-            # A redirect to another origin drops what auth put on the first request (auth runs
-            # once), and that server may be given it another way: those before are read too.
-            for earlier in history if isinstance(history, list) else ():
-                before = getattr(
-                    getattr(getattr(earlier, "request", None), "headers", None), "raw", None
-                )
-                raw = raw + before if isinstance(before, list) else raw
-        ours = tuple(sent)
-        if ours != self._ours:
-            self._ours, self._ours_set = ours, frozenset(ours)
-            self._ours_raw = frozenset(value.encode() for value in ours if value.isascii())
-        ours_raw, plain = self._ours_raw, self._plain
-        added: list[str] = []
-        for pair in raw:
-            if pair in plain:
-                continue
-            name, value = pair
-            if value in ours_raw:
-                continue
-            if name.lower() in _NOT_SENT_SECRET_RAW:
-                if len(plain) >= _MAX_PLAIN:
-                    plain.clear()
-                plain.add(pair)
-                continue
-            text = value.decode(
-                "ascii" if value.isascii() else getattr(headers, "encoding", "utf-8")
-            )
-            if text not in self._ours_set:
-                added.append(text)
+        every = [headers]
+        # A redirect to another origin drops what auth put on the first request (auth runs
+        # once), and that server may be given it another way: those before are read too.
+        for earlier in history if isinstance(history, list) else ():
+            before = getattr(getattr(earlier, "request", None), "headers", None)
+            if hasattr(before, "multi_items"):
+                every.append(before)
+        ours = frozenset(sent)
+        added = [
+            value
+            for each in every
+            for name, value in each.multi_items()
+            if name.lower() not in _NOT_SENT_SECRET and value not in ours
+        ]
         url = getattr(first, "url", None)
         query = getattr(url, "params", None) if getattr(url, "query", None) else None
         if query is not None:
-            added += [value for _, value in query.multi_items() if value not in self._ours_set]
+            added += [value for _, value in query.multi_items() if value not in ours]
         return tuple(added)

@@ -12,6 +12,7 @@ import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -87,7 +88,7 @@ def operation(request: RequestTemplate) -> Operation:
 
 @asynccontextmanager
 async def source(
-    base_url: str, *operations: Operation, **options: int
+    base_url: str, *operations: Operation, **options: Any
 ) -> AsyncIterator[at.http.HttpSource]:
     async with httpx.AsyncClient() as client:
         yield at.http.make(

@@ -255,7 +255,9 @@ async def test_a_call_not_answered_within_timeout_is_unavailable_and_cancelled(
     # the deadline before the server could answer anything (the next test uses it for that).
     async with spawned(scripted(timeout=1.0)) as source:
         await source.discover()
-        with pytest.raises(at.UnavailableError, match=r"no answer within 1\.0 seconds"):
+        with pytest.raises(
+            at.UnavailableError, match=r"no answer within the source\'s timeout of 1 seconds"
+        ):
             await source.call("hang", {})
         hanging = await stderr.wait_for(lambda line: line.startswith("hanging "))
         await stderr.wait_for(lambda line: line == f"cancelled {hanging.removeprefix('hanging ')}")
@@ -271,7 +273,10 @@ async def test_a_server_that_never_answers_is_unavailable_within_timeout(
         # deadline there is.
         stderr.bound = None  # under the virtual clock any deadline is reached at once
         await stderr.wait_for(lambda line: line.endswith("in mode mute"))
-        with anyio.fail_after(60), pytest.raises(at.UnavailableError, match=r"within 30\.0"):
+        with (
+            anyio.fail_after(60),
+            pytest.raises(at.UnavailableError, match=r"timeout of 30 seconds"),
+        ):
             await source.discover()
 
 

@@ -1,5 +1,6 @@
 """Every tool definition of the OpenAPI corpus, through the OpenAI and Anthropic adapters,
-validated against the official SDKs' request types and their documented name rules."""
+validated against the official SDKs' request types and their documented name rules; and
+converted to the OpenAI Agents SDK's and LangChain's tool types, as each sends them to a model."""
 
 from __future__ import annotations
 
@@ -11,14 +12,23 @@ from pathlib import Path
 import anyio
 import httpx
 import pytest
+from agents.models.chatcmpl_converter import Converter as ChatConverter
+from agents.models.openai_responses import Converter as ResponsesConverter
 from anthropic.types import ToolParam
+from langchain_core.utils.function_calling import convert_to_openai_tool
 from openai.types.chat import ChatCompletionFunctionToolParam
 from openai.types.responses import FunctionToolParam
 from pydantic import TypeAdapter
 
 import amends_toolkit as at
 from amends_toolkit import JsonValue
-from amends_toolkit.adapters import anthropic_tools, openai_responses_tools, openai_tools
+from amends_toolkit.adapters import (
+    anthropic_tools,
+    langchain,
+    openai_agents,
+    openai_responses_tools,
+    openai_tools,
+)
 
 CORPUS = Path(__file__).parents[1] / "data" / "openapi-corpus"
 DOCUMENTS = sorted(
@@ -98,3 +108,33 @@ def test_every_definition_validates_against_the_sdks_types(name: str) -> None:
             assert schema["type"] == "object"
             bad = [key for key in property_keys(schema) if not PROPERTY_KEY.fullmatch(key)]
             assert not bad, (three["name"], bad)
+
+
+@pytest.mark.parametrize("name", DOCUMENTS)
+def test_every_definition_converts_to_the_openai_agents_sdks_function_tools(name: str) -> None:
+    kit = toolkit(name)
+    tools = openai_agents.tools(kit)
+    assert [tool.name for tool in tools] == list(kit.tools)
+    # As the SDK sends them: to the Responses API, and to Chat Completions.
+    converted = ResponsesConverter.convert_tools(list(tools), []).tools
+    assert converted == openai_responses_tools(kit)
+    for tool, one in zip(tools, converted, strict=True):
+        RESPONSES.validate_python(one)
+        CHAT.validate_python(ChatConverter.tool_to_openai(tool))
+
+
+@pytest.mark.parametrize("name", DOCUMENTS)
+def test_every_definition_converts_to_langchain_tools(name: str) -> None:
+    kit = toolkit(name)
+    tools = langchain.tools(kit)
+    # As a chat model's bind_tools sends them (LangChain writes each $ref out in place).
+    converted = [convert_to_openai_tool(tool) for tool in tools]
+    for one, two in zip(converted, openai_tools(kit), strict=True):
+        CHAT.validate_python(one)
+        function, ours = one["function"], two["function"]
+        assert isinstance(ours, dict)
+        assert (function["name"], function["description"]) == (ours["name"], ours["description"])
+        schema = function["parameters"]
+        assert schema["type"] == "object"
+        bad = [key for key in property_keys(schema) if not PROPERTY_KEY.fullmatch(key)]
+        assert not bad, (function["name"], bad)

@@ -85,6 +85,24 @@ def test_refused_names_are_mapped_to_accepted_ones_everywhere() -> None:
     }
 
 
+def test_dependent_schemas_keys_are_property_names_and_are_mapped_as_they_are() -> None:
+    # dependentSchemas is keyed by property names (2020-12): its keys follow the properties'
+    # mapping, and its schemas are walked (a name inside one is mapped too).
+    schema: JsonObject = {
+        "type": "object",
+        "properties": {"filter[id]": {"type": "string"}, "page": {"type": "integer"}},
+        "dependentSchemas": {
+            "filter[id]": {"properties": {"@odata.type": {"type": "string"}}},
+        },
+        "propertyNames": {"properties": {"a b": {"type": "string"}}},
+    }
+    mapped = model_schema(schema)
+    assert mapped["dependentSchemas"] == {
+        "filter_id_": {"properties": {"_odata.type": {"type": "string"}}}
+    }
+    assert mapped["propertyNames"] == {"properties": {"a_b": {"type": "string"}}}
+
+
 def properties_hash() -> str:
     import hashlib
 

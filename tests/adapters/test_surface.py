@@ -1,5 +1,10 @@
 from __future__ import annotations
 
+import subprocess
+import sys
+
+import pytest
+
 import amends_toolkit
 import amends_toolkit as at
 from amends_toolkit import adapters, runtime
@@ -8,12 +13,21 @@ from amends_toolkit import adapters, runtime
 def test_the_adapters_namespace_is_pinned() -> None:
     assert at.adapters is adapters
     assert adapters.__all__ == (
+        "AlreadyDecided",
+        "ApprovalStore",
+        "Approvals",
         "Authenticator",
         "Caller",
+        "MemoryApprovalStore",
+        "PendingApproval",
         "Refused",
+        "SQLiteApprovalStore",
         "ToolCaller",
+        "UnknownApproval",
         "anthropic_tools",
+        "ask_client",
         "caller_of",
+        "client_can_be_asked",
         "mcp_server",
         "openai_responses_tools",
         "openai_tools",
@@ -21,6 +35,22 @@ def test_the_adapters_namespace_is_pinned() -> None:
         "run_openai_function_calls",
         "run_openai_tool_calls",
     )
+
+
+def test_a_frameworks_module_is_imported_when_first_read() -> None:
+    code = (
+        "import sys; import amends_toolkit as at;"
+        "assert 'amends_toolkit.adapters.openai_agents' not in sys.modules;"
+        "assert 'agents' not in sys.modules and 'langchain_core' not in sys.modules;"
+        "print(at.adapters.openai_agents.tools.__module__, at.adapters.langchain.tools.__module__)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.split() == [
+        "amends_toolkit.adapters.openai_agents",
+        "amends_toolkit.adapters.langchain",
+    ]
+    with pytest.raises(AttributeError, match="no attribute 'nothing'"):
+        _ = adapters.nothing  # type: ignore[attr-defined]
 
 
 def test_the_toolkit_names_are_host_facing() -> None:

@@ -10,6 +10,7 @@ import pytest
 
 import amends_toolkit as at
 from amends_toolkit.cli._config import (
+    ApprovalConfig,
     AuthConfig,
     ConfigError,
     LimitsConfig,
@@ -168,6 +169,16 @@ def test_without_auth_the_file_reads_and_auth_is_none(tmp_path: Path) -> None:
             '[[sources]]\nname = "a"\nmcp = "http://x/mcp"\n[serve]\n\npresentation = "all"\n',
             6,
             '"tools", "search" or "code"',
+        ),
+        (
+            '[[sources]]\nname = "a"\nmcp = "http://x/mcp"\n[serve]\napproval_key = "s3cret"\n',
+            5,
+            'approval_key must take its value from the environment, as "${VAR}"',
+        ),
+        (
+            '[[sources]]\nname = "a"\nmcp = "http://x/mcp"\n[serve]\ncode_approval = "yes"\n',
+            5,
+            'code_approval must be "split" or "ask"',
         ),
         ('[[sources]]\nname = "a"\nmcp = "http://x/mcp"\nauth = "oauth"\n', 4, "token_file"),
         (
@@ -468,3 +479,136 @@ def test_a_wrong_profile_is_refused_with_its_line(
     line = next(n for n, t in enumerate(lines[start:], start=start + 1) if t.startswith(f"{key} ="))
     assert str(error.value).startswith(f"{path}:{line}: "), error.value
     assert words in str(error.value)
+
+
+APPROVED = """
+[[sources]]
+name = "tasks"
+mcp = "http://x/mcp"
+
+[auth]
+type = "keys"
+keys = { alice = "${ALICE_KEY}", ops = "${OPS_KEY}" }
+
+[approval]
+by = "approvers"
+approvers = { keys = ["ops"] }
+timeout = 60
+store = "approvals.db"
+webhook = "https://hooks.example.com/approvals"
+max_pending = 50
+max_pending_per_caller = 5
+
+[[profiles]]
+name = "eng"
+match = { keys = ["alice"] }
+approval = { by = "either", approvers = { keys = ["ops", "alice"] }, timeout = 30 }
+
+[[profiles]]
+name = "ci"
+match = { keys = ["ops"] }
+"""
+
+
+def test_approval_is_read_per_profile_and_for_the_default_profile(tmp_path: Path) -> None:
+    config = load_config(write(tmp_path, APPROVED))
+    assert config.approval == ApprovalConfig(
+        by="approvers", approvers=MatchConfig(kind="keys", values=("ops",)), timeout=60.0
+    )
+    assert config.approval_store == tmp_path / "approvals.db"
+    assert config.approval_webhook == "https://hooks.example.com/approvals"
+    assert (config.approval_max_pending, config.approval_max_pending_per_caller) == (50, 5)
+    eng, ci = config.profiles
+    assert eng.approval == ApprovalConfig(
+        by="either", approvers=MatchConfig(kind="keys", values=("ops", "alice")), timeout=30.0
+    )
+    # No approval: either, no approvers (not [approval]'s), five minutes.
+    assert ci.approval == ApprovalConfig()
+    assert ci.approval.timeout == 300.0
+    bare = load_config(write(tmp_path, APPROVED.split("[approval]")[0]))
+    assert (bare.approval, bare.approval_store, bare.approval_webhook) == (
+        ApprovalConfig(),
+        None,
+        None,
+    )
+
+
+@pytest.mark.parametrize(
+    ("change", "key", "words"),
+    [
+        (('by = "approvers"', 'by = "anyone"'), "by", 'by must be "caller", "approvers" or'),
+        (("timeout = 60", "timeout = 0"), "timeout", "timeout must be a positive number"),
+        (("timeout = 60", 'timeout = "soon"'), "timeout", "timeout must be a positive number"),
+        (
+            ('approvers = { keys = ["ops"] }', 'approvers = { keys = ["mallory"] }'),
+            "approvers",
+            "no key of [auth] is named 'mallory'",
+        ),
+        (
+            ('approvers = { keys = ["ops"] }', 'approvers = { subjects = ["x"] }'),
+            "approvers",
+            'approvers = { subjects = ... } goes with [auth] type = "oauth"',
+        ),
+        (
+            ('approvers = { keys = ["ops"] }', 'approvers = ["ops"]'),
+            "approvers",
+            "approvers must name one kind of caller",
+        ),
+        (('store = "approvals.db"', 'store = ""'), "store", "store must be the path of a SQLite"),
+        (
+            ('webhook = "https://hooks.example.com/approvals"', 'webhook = "http://10.0.0.7/"'),
+            "webhook",
+            "webhook must be an https:// URL (http:// on a loopback address only)",
+        ),
+        (
+            (
+                'webhook = "https://hooks.example.com/approvals"',
+                'webhook = "https://u:hunter2@hooks.example.com/"',
+            ),
+            "webhook",
+            "webhook must be an https:// URL",
+        ),
+        (("max_pending = 50", "max_pending = 0"), "max_pending", "max_pending must be a whole"),
+        (("max_pending = 50", "whom = 1"), "whom", "unknown key 'whom' in [approval]"),
+    ],
+)
+def test_a_wrong_approval_table_is_refused_with_its_line(
+    tmp_path: Path, change: tuple[str, str], key: str, words: str
+) -> None:
+    text = APPROVED.replace(*change, 1)
+    assert text != APPROVED
+    path = write(tmp_path, text)
+    with pytest.raises(ConfigError) as error:
+        load_config(path)
+    lines = text.splitlines()
+    line = next(n for n, t in enumerate(lines, start=1) if t.startswith(f"{key} ="))
+    assert str(error.value).startswith(f"{path}:{line}: "), error.value
+    assert words in str(error.value)
+
+
+@pytest.mark.parametrize(
+    ("change", "words"),
+    [
+        ('by = "either"', 'by must be "caller", "approvers" or "either"'),
+        ("timeout = -1", "timeout must be a positive number"),
+        ('store = "x.db"', "store is the whole gateway's: write it in [approval]"),
+        ('by = "caller", approvers = { keys = ["ops"] }', 'by = "caller" asks the calling'),
+    ],
+)
+def test_a_wrong_profile_approval_is_refused_at_the_approval_line(
+    tmp_path: Path, change: str, words: str
+) -> None:
+    original = 'by = "either", approvers = { keys = ["ops", "alice"] }, timeout = 30'
+    text = APPROVED.replace(original, change.replace("either", "nobody"))
+    assert text != APPROVED
+    path = write(tmp_path, text)
+    with pytest.raises(ConfigError) as error:
+        load_config(path)
+    line = next(n for n, t in enumerate(text.splitlines(), 1) if t.startswith("approval = {"))
+    assert str(error.value).startswith(f"{path}:{line}: "), error.value
+    assert words in str(error.value)
+
+
+def test_the_issues_approvals_table_is_refused_naming_the_one_table(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"\(one table: \[approval\] store\)"):
+        load_config(write(tmp_path, AUTH + 'type = "none"\n[approvals]\nstore = "a.db"\n'))

@@ -118,11 +118,8 @@ async def test_a_source_called_directly_refuses_such_input_before_any_request() 
     assert sent == []
 
 
-async def test_through_a_toolkit_the_toolkits_check_refuses_what_the_source_no_longer_walks() -> (
-    None
-):
-    # A toolkit's source skips its own walk (call_checked): the toolkit's check is the one left,
-    # over an actor (inline or not) as over the bare source.
+async def test_through_a_toolkit_an_input_no_peer_may_be_sent_is_refused() -> None:
+    # The toolkit's check and the source's own, over an actor (inline or not) as bare.
     async with recording() as (url, base, client, runtime, sent):
         mcp = at.mcp.http(name="mcp", url=url, client=client)
         sources: list[at.ToolSource] = [

@@ -2,20 +2,20 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 
 import amends_toolkit as at
 from amends_toolkit import JsonObject, JsonValue
+from amends_toolkit.testing import OPEN, Behaviour, allow_all
 
-OPEN: JsonObject = {"type": "object"}
+__all__ = ("ID", "OPEN", "Behaviour", "Recording", "allow_all", "define")
+
 ID: JsonObject = {
     "type": "object",
     "properties": {"id": {"type": "integer"}},
     "required": ["id"],
     "additionalProperties": False,
 }
-
-Behaviour = Callable[[JsonObject], Awaitable[JsonValue]]
 
 
 def define(name: str, description: str = "", schema: JsonObject | None = None) -> at.ToolDefinition:
@@ -44,7 +44,3 @@ class Recording:
         if behaviour is None:
             return {"tool": tool, "input": input}
         return await behaviour(input)
-
-
-def allow_all(source: str, definition: at.ToolDefinition) -> at.Decision:
-    return "allow"

@@ -8,11 +8,6 @@ from amends_toolkit import Annotations, JsonObject
 from amends_toolkit.presentations._index import (
     MAX_PARAMETER_WORDS,
     SearchIndex,
-    _add,
-    _at_least,
-    _nth_largest,
-    _positions,
-    _Term,
     parameter_text,
     query_terms,
     stem,
@@ -416,56 +411,7 @@ def test_a_kind_alone_makes_no_tool_match() -> None:
     assert built.rank("show", 5).positions == ()
 
 
-def _mask(docs: list[int]) -> int:
-    return sum(1 << doc for doc in docs)
-
-
-def _planes(values: list[int]) -> list[int]:
-    return [
-        _mask([doc for doc, value in enumerate(values) if value >> bit & 1])
-        for bit in range(max(values).bit_length())
-    ]
-
-
-def _value(planes: list[int], doc: int) -> int:
-    return sum(1 << bit for bit, plane in enumerate(planes) if plane >> doc & 1)
-
-
-def test_bit_planes_add_rank_and_compare_every_tool_at_once() -> None:
-    rng = random.Random(99)
-    for _ in range(200):
-        size = rng.randint(1, 300)
-        left = [rng.randrange(4096) for _ in range(size)]
-        right = [rng.randrange(rng.choice((2, 50, 4096))) for _ in range(size)]
-        total = _add(_planes(left), _planes(right))
-        assert [_value(total, doc) for doc in range(size)] == list(
-            map(sum, zip(left, right, strict=True))
-        )
-        among = _mask([doc for doc in range(size) if rng.random() < 0.7])
-        kept = [left[doc] for doc in _positions(among)]
-        if not kept:
-            continue
-        n = rng.randint(1, len(kept))
-        nth = sorted(kept, reverse=True)[n - 1]
-        assert _nth_largest(_planes(left), n, among) == nth
-        least = rng.randrange(4097)
-        expected = [doc for doc in _positions(among) if left[doc] >= least]
-        assert _positions(_at_least(_planes(left), least, among)) == expected
-
-
-def test_a_words_planes_hold_each_tools_score_in_whole_units_and_its_mask_the_tools() -> None:
-    rng = random.Random(7)
-    for size in (0, 1, 7, 8, 9, 300):
-        docs = rng.sample(range(size), rng.randint(0, size))
-        scores = {doc: rng.uniform(0.0, 4095.0) for doc in docs}
-        term = _Term(scores, size, 1.0)
-        assert term.mask == _mask(docs)
-        assert [_value(term.planes, doc) for doc in range(size)] == [
-            int(scores.get(doc, 0.0)) for doc in range(size)
-        ]
-
-
-def test_the_tools_scored_exactly_hold_every_tool_that_can_be_among_the_best() -> None:
+def test_the_best_tools_are_those_scoring_every_tool_would_give_ties_in_catalog_order() -> None:
     rng = random.Random(4321)
     pairs = [
         (
@@ -476,15 +422,15 @@ def test_the_tools_scored_exactly_hold_every_tool_that_can_be_among_the_best() -
     ]
     built = index(pairs)
     for _ in range(300):
-        rows = built.terms(" ".join(rng.choices(_VOCABULARY, k=rng.randint(1, 4))))
+        query = " ".join(rng.choices(_VOCABULARY, k=rng.randint(1, 4)))
+        rows = built.terms(query)
         limit = rng.choice((1, 5))
-        matching = 0
-        for row in rows:
-            matching |= row.mask if row.finds else 0
-        scores = [sum(row.scores.get(doc, 0.0) for row in rows) for doc in range(len(pairs))]
-        nth = sorted(scores, reverse=True)[limit - 1]
-        best = {doc for doc, score in enumerate(scores) if score >= nth}
-        assert best <= set(_positions(built._candidates(rows, limit, matching)))
+        finding = [row for row in rows if row.finds]
+        found = {doc for row in finding for doc in row.scores}
+        scores = {doc: sum(row.scores.get(doc, 0.0) for row in rows) for doc in found}
+        expected = sorted(found, key=lambda doc: (-scores[doc], doc))[:limit]
+        hits = built.rank(query, limit)
+        assert (list(hits.positions), hits.matched) == (expected, len(found))
 
 
 @pytest.mark.parametrize("option", ["prefix_factor", "related_factor"])

@@ -251,7 +251,7 @@ async def test_an_inline_call_past_its_timeout_is_unavailable(
         with anyio.fail_after(120), pytest.raises(at.UnavailableError) as raised:
             await ref.call("wait", {})
         assert anyio.current_time() - start == pytest.approx(60.0)
-        assert "the source did not answer in time" in str(raised.value)
+        assert "no answer within the call_timeout" in str(raised.value)
         assert source.cancelled == 1
         assert source.tasks == [me()]
         assert ref.statistics().in_flight == 0
@@ -568,8 +568,14 @@ async def test_a_call_that_has_not_started_by_its_deadline_is_answered_then_and_
                     assert ref.statistics().queued == 1
         finally:
             source.release.set()
-        assert answered["queued"] == (10.0, "scripted: the source did not answer in time")
-        assert answered["outside"] == (10.0, "scripted: the source did not answer in time")
+        assert answered["queued"] == (
+            10.0,
+            "scripted: echo: no answer within the call_timeout of 10 seconds",
+        )
+        assert answered["outside"] == (
+            10.0,
+            "scripted: echo: no answer within the call_timeout of 10 seconds",
+        )
         assert answered["running"] == (15.0, "scripted: the source did not stop at its deadline")
         assert await ref.call("echo", {"text": "after"}) == {"text": "after"}
     assert source.texts == ["running", "after"]
@@ -593,7 +599,7 @@ def held_frames(call: Coroutine[object, object, object]) -> list[str]:
 
 async def test_a_call_in_flight_over_an_actor_holds_only_the_frames_of_its_layers() -> None:
     # Each call in flight holds its chain of frames, and each of its wake-ups passes them all:
-    # no layer adds a frame of its own beyond these (the ref's methods are no coroutines).
+    # no layer adds a frame of its own beyond these (the session's, the toolkit's, the ref's).
     source = Honouring()
     async with Runtime() as runtime:
         ref = await running(runtime, source, max_concurrency=1, mailbox_size=0)
@@ -608,7 +614,7 @@ async def test_a_call_in_flight_over_an_actor_holds_only_the_frames_of_its_layer
             for call in (inline, sent, waiting):
                 tasks.start_soon(functools.partial(await_, call))
                 await anyio.wait_all_tasks_blocked()
-            assert held_frames(inline) == ["call", "invoke", "run_tool", "_inline"]
-            assert held_frames(sent) == ["call", "invoke", "run_tool", "_sent", "wait"]
-            assert held_frames(waiting) == ["call", "invoke", "run_tool", "_sent", "put"]
+            assert held_frames(inline) == ["call", "invoke", "_run_tool", "call", "_inline"]
+            assert held_frames(sent) == ["call", "invoke", "_run_tool", "call", "_sent", "wait"]
+            assert held_frames(waiting) == ["call", "invoke", "_run_tool", "call", "_sent", "put"]
             source.release.set()

@@ -66,7 +66,7 @@ async def test_a_worker_whose_call_timed_out_mid_line_is_replaced_and_the_rest_r
                 await anyio.wait_all_tasks_blocked()
             assert ref.statistics().queued == 2
         assert outcomes == {
-            "first": "scripted: the source did not answer in time",
+            "first": "scripted: wait: no answer within the call_timeout",
             "second": "{'text': 'second'}",
             "third": "{'text': 'third'}",
         }
@@ -184,7 +184,7 @@ async def test_a_slot_that_comes_at_a_queued_calls_deadline_never_runs_it() -> N
             await anyio.sleep(1.0)
 
             async def late() -> None:
-                with pytest.raises(at.UnavailableError, match="did not answer in time"):
+                with pytest.raises(at.UnavailableError, match="no answer within the call_timeout"):
                     await ask(ref, "echo", "late")
 
             tasks.start_soon(late)
@@ -227,7 +227,7 @@ async def test_a_call_whose_deadline_passed_before_a_slot_came_never_runs(
             tasks.start_soon(ask, ref, "hog")  # inline, holding the slot
 
             async def late() -> None:
-                with pytest.raises(at.UnavailableError, match="did not answer in time"):
+                with pytest.raises(at.UnavailableError, match="no answer within the call_timeout"):
                     await ask(ref, "echo", "late")
 
             await anyio.wait_all_tasks_blocked()

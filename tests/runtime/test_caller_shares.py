@@ -159,7 +159,9 @@ async def test_a_call_waiting_for_its_callers_share_ends_at_its_deadline_and_nev
                     while "waiting" not in outcomes:  # noqa: ASYNC110 - on the virtual clock
                         await anyio.sleep(0.5)
                 assert anyio.current_time() == pytest.approx(11.0, abs=0.5)
-                assert outcomes["waiting"] == "scripted: the source did not answer in time"
+                assert outcomes["waiting"] == (
+                    "scripted: echo: no answer within the call_timeout of 10 seconds"
+                )
             finally:
                 source.release.set()  # a stubborn call never set free would hold the test
         assert outcomes["holding"] == "late"

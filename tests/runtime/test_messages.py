@@ -11,4 +11,4 @@ def test_a_call_is_made_as_every_request_is() -> None:
         for field in getattr(kind, "__slots__", ()):
             if field != "__weakref__":
                 assert getattr(call, field) == getattr(request, field), field
-    assert (call.tool, call.input, call.progress, call.checked) == ("t", {}, None, False)
+    assert (call.tool, call.input, call.progress) == ("t", {}, None)

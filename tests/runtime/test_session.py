@@ -201,7 +201,7 @@ async def test_a_call_past_the_timeout_is_cancelled_and_read_as_unavailable() ->
     [error] = seen
     assert isinstance(error, at.UnavailableError)
     assert error.source == "slow"
-    assert "60.0 seconds" in error.message
+    assert "Session timeout of 60 seconds" in error.message
 
 
 @pytest.mark.virtual_clock

@@ -90,4 +90,4 @@ async def test_a_stopped_loop_answers_unavailable_to_waiting_and_later_askers() 
 
 def test_the_handle_a_host_holds_exposes_nothing_of_the_loop() -> None:
     public = {name for name in dir(ActorRef) if not name.startswith("_")}
-    assert public == {"name", "discover", "call", "call_checked", "statistics"}
+    assert public == {"name", "discover", "call", "statistics"}

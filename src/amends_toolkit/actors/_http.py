@@ -44,7 +44,7 @@ from __future__ import annotations
 
 from collections import Counter
 from http import HTTPStatus
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, TypeAlias
 from urllib.parse import urlsplit
 
 import anyio
@@ -62,12 +62,12 @@ from amends_toolkit._errors import (
 )
 from amends_toolkit._json import MAX_DEPTH
 from amends_toolkit._log import get_logger
+from amends_toolkit._options import check_counts, check_name, check_seconds, check_url
 from amends_toolkit._peer import MAX_MODEL_TEXT, ClientSecrets, Secrets, cut
-from amends_toolkit.actors._limits import check_limits, check_seconds
+from amends_toolkit._tracing import error_code, failed, injected, span, traced
 from amends_toolkit.protocols._body import (
     ACCEPT_ENCODING,
     AnswerTooLarge,
-    RawResponse,
     UnreadableCoding,
     asks_codings,
     read_bounded,
@@ -76,6 +76,7 @@ from amends_toolkit.protocols._body import (
 from amends_toolkit.protocols.http import (
     MAX_BODY_SIZE,
     BoundedText,
+    HttpClient,
     InputRefused,
     Operation,
     UnreadableAnswer,
@@ -85,6 +86,7 @@ from amends_toolkit.protocols.http import (
     check_client,
     client_url,
     join_url,
+    library_of,
     network_failure,
     outcome,
     parse_answer,
@@ -92,48 +94,25 @@ from amends_toolkit.protocols.http import (
     retry_after,
 )
 from amends_toolkit.protocols.http._response import binary_media_type
+from amends_toolkit.runtime._deadlines import timed_out
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
-    from contextlib import AbstractAsyncContextManager
+
+    from opentelemetry.trace import Tracer
 
     from amends_toolkit._definitions import ToolDefinition
     from amends_toolkit._json import JsonObject, JsonValue
+    from amends_toolkit.protocols.http import HttpResponse
 
-__all__ = ("AsyncClient", "HttpSource", "Response", "client_error", "make")
+__all__ = ("AsyncClient", "HttpSource", "client_error", "make")
 
 _log = get_logger(__name__)
 
 
-class Response(RawResponse, Protocol):
-    """What the source reads of a streamed answer (httpx's and httpx2's ``Response``)."""
-
-    @property
-    def status_code(self) -> int: ...
-
-
-class AsyncClient(Protocol):
-    """The host's client: an ``httpx.AsyncClient`` or an ``httpx2.AsyncClient``.
-
-    Its ``headers`` and ``params`` (its credentials) win over any an input fills.
-    """
-
-    @property
-    def headers(self) -> Mapping[str, str]: ...
-
-    @property
-    def params(self) -> Mapping[str, str]: ...
-
-    def stream(
-        self,
-        method: str,
-        url: str,
-        *,
-        content: bytes | None = None,
-        params: tuple[tuple[str, str], ...] | None = None,
-        headers: list[tuple[str, str]] | None = None,
-        timeout: float | None = None,
-    ) -> AbstractAsyncContextManager[Response]: ...
+AsyncClient: TypeAlias = HttpClient
+"""The host's client: an ``httpx.AsyncClient`` or an ``httpx2.AsyncClient`` (see
+:class:`~amends_toolkit.protocols.http.HttpClient`)."""
 
 
 # Errors of httpx and httpx2 (same names, two class trees), by the nearest class in the MRO.
@@ -151,7 +130,7 @@ _CLIENT_ERRORS: Mapping[str, type[ToolSourceError]] = {
 def client_error(error: BaseException) -> type[ToolSourceError] | None:
     """The reason an error of the client (httpx or httpx2) is, or ``None`` when it is none."""
     for cls in type(error).__mro__:
-        if cls.__module__.partition(".")[0] in ("httpx", "httpx2"):
+        if library_of(cls) is not None:
             reason = _CLIENT_ERRORS.get(cls.__name__)
             if reason is not None:
                 return reason
@@ -175,9 +154,18 @@ class HttpSource:
         max_answer_length: int,
         max_body_size: int,
         max_depth: int = MAX_DEPTH,
+        propagate_trace: bool = False,
     ) -> None:
         self._name = name
         self._base_url = base_url
+        parts = urlsplit(base_url)
+        # What a span names of the API: its host and port, and its path before the template's.
+        self._server = (
+            parts.hostname or "",
+            parts.port or (443 if parts.scheme == "https" else 80),
+        )
+        self._base_path = parts.path.rstrip("/")
+        self._propagate_trace = propagate_trace
         self._operations = {operation.definition.name: operation for operation in operations}
         self._definitions = tuple(operation.definition for operation in operations)
         self._client = client
@@ -219,14 +207,9 @@ class HttpSource:
 
         Cancellation stops the request and propagates.
         """
-        return await self._call(tool, input, checked=False)
+        return await self._call(tool, input)
 
-    async def call_checked(self, tool: str, input: JsonObject) -> JsonValue:
-        """:meth:`call` for an input a toolkit checked already: walked again only when the
-        source's ``max_depth`` is below the toolkit's (see :class:`~amends_toolkit.ToolSource`)."""
-        return await self._call(tool, input, checked=True)
-
-    async def _call(self, tool: str, input: JsonObject, *, checked: bool) -> JsonValue:
+    async def _call(self, tool: str, input: JsonObject) -> JsonValue:
         operation = self._operations.get(tool)
         if operation is None:
             raise NotFoundError(source=self._name, message=f"no operation named {tool!r}")
@@ -237,7 +220,6 @@ class HttpSource:
                 base_url=self._base_url,
                 max_body_size=self._max_body_size,
                 max_depth=self._max_depth,
-                checked=checked,
             )
         except InputRefused as error:
             raise InvalidInputError(source=self._name, message=str(error)) from None
@@ -254,9 +236,63 @@ class HttpSource:
         # Only the codings read here (given only when the client does not ask for just those).
         if asks_codings(client):
             headers = [*headers, ("Accept-Encoding", ACCEPT_ENCODING)]
+        tracer = traced()
+        if tracer is None:
+            return await self._exchange(tool, wire, headers, query)
+        return await self._traced(tracer, operation, tool, wire, headers, query)
+
+    async def _traced(
+        self,
+        tracer: Tracer,
+        operation: Operation,
+        tool: str,
+        wire: WireRequest,
+        headers: list[tuple[str, str]],
+        query: list[tuple[str, str]],
+    ) -> JsonValue:
+        """:meth:`_exchange` in an HTTP client span named by the path's template (never the
+        URL, which holds the input's values), its ``traceparent`` sent when the host asked."""
+        template = self._base_path + operation.request.path
+        host, port = self._server
+        attributes: dict[str, str | float] = {
+            "http.request.method": wire.method,
+            "url.template": template,
+            "server.address": host,
+            "server.port": port,
+        }
+        with span(tracer, f"{wire.method} {template}", attributes, client=True) as made:
+            if self._propagate_trace:
+                carrier: dict[str, str] = {}
+                injected(carrier)
+                own = {key.lower() for key in self._client.headers}
+                if "traceparent" in carrier and "traceparent" not in own:
+                    headers = [*headers, ("traceparent", carrier["traceparent"])]
+            statuses: list[int] = []
+            try:
+                return await self._exchange(tool, wire, headers, query, statuses)
+            except Exception as error:
+                if not statuses:
+                    failed(made, error_code(error))
+                raise
+            finally:
+                if statuses:
+                    made.set_attribute("http.response.status_code", statuses[0])
+                    if statuses[0] >= 400:
+                        failed(made, str(statuses[0]))
+
+    async def _exchange(
+        self,
+        tool: str,
+        wire: WireRequest,
+        headers: list[tuple[str, str]],
+        query: list[tuple[str, str]],
+        statuses: list[int] | None = None,
+    ) -> JsonValue:
+        """Send the request and read its answer within ``timeout``, the client's errors as
+        reasons; the answer's status is added to ``statuses`` when given."""
         try:
             with anyio.move_on_after(self._timeout):
-                return await self._send(tool, wire, headers, query)
+                return await self._send(tool, wire, headers, query, statuses)
         except ToolSourceError:
             raise
         except UnreadableCoding as error:
@@ -270,10 +306,7 @@ class HttpSource:
                 source=self._name, message=network_failure(wire.method, self._base_url, error)
             ) from None
         # Only the deadline ends the scope with neither an answer nor an error.
-        _log.info("call.timed_out", source=self._name, tool=tool, timeout=self._timeout)
-        raise UnavailableError(
-            source=self._name, message=f"no answer within {self._timeout} seconds"
-        )
+        raise timed_out(self._name, tool, "source's timeout", self._timeout)
 
     async def _send(
         self,
@@ -281,6 +314,7 @@ class HttpSource:
         wire: WireRequest,
         headers: list[tuple[str, str]],
         query: list[tuple[str, str]],
+        statuses: list[int] | None,
     ) -> JsonValue:
         async with self._client.stream(
             wire.method,
@@ -296,6 +330,8 @@ class HttpSource:
             sent = [value for _, value in (*headers, *query)]
             secrets = self._secrets.current(response, sent)
             status = response.status_code
+            if statuses is not None:
+                statuses.append(status)
             kind = outcome(status)
             if kind == "success":
                 return await self._success(tool, response, secrets)
@@ -320,7 +356,7 @@ class HttpSource:
             message = f"The API answered {phrase}" + (f": {text}" if text else ".")
             raise CallFailedError(source=self._name, message=message)
 
-    async def _success(self, tool: str, response: Response, secrets: Secrets) -> JsonValue:
+    async def _success(self, tool: str, response: HttpResponse, secrets: Secrets) -> JsonValue:
         content_type = response.headers.get("content-type")
         media = binary_media_type(content_type)
         if media is not None:
@@ -357,7 +393,7 @@ class _Read(BoundedText):
     too_long = False
 
 
-async def _read_bytes(response: Response, limit: int) -> bytes | None:
+async def _read_bytes(response: HttpResponse, limit: int) -> bytes | None:
     """The body, or ``None`` as soon as it is longer than ``limit`` bytes."""
     # Inflated a piece at a time, as any answer is: a compressed bomb stops at the limit.
     try:
@@ -366,7 +402,7 @@ async def _read_bytes(response: Response, limit: int) -> bytes | None:
         return None
 
 
-async def _read(response: Response, limit: int, content_type: str | None) -> _Read:
+async def _read(response: HttpResponse, limit: int, content_type: str | None) -> _Read:
     body = _Read(limit=limit, encoding=charset(content_type))
     # Each piece read stops the reading once the text is too long or cannot be decoded.
     if not await read_pieces(response, lambda piece: body.feed(piece) and not body.undecodable):
@@ -393,6 +429,7 @@ def make(
     max_answer_length: int = 200_000,
     max_body_size: int = MAX_BODY_SIZE,
     max_depth: int = MAX_DEPTH,
+    propagate_trace: bool = False,
 ) -> HttpSource:
     """A source of ``operations`` that sends their requests to ``base_url`` over ``client``.
 
@@ -414,6 +451,10 @@ def make(
             longer one is refused as ``InvalidInputError`` before anything is sent.
         max_depth: how deep a JSON answer (and an input) may nest; a deeper answer is
             ``InvalidResponseError``, a deeper input ``InvalidInputError``.
+        propagate_trace: send the W3C ``traceparent`` header of a traced call's span (see
+            docs/guides/tracing.md), so that the API's own spans join the host's trace. Off by
+            default: an API is a third party, and the header tells it the host's trace id. A
+            ``traceparent`` the client sets itself wins.
 
     Raises:
         ValueError: a bad option (a ``base_url`` the client cannot parse among them), or two
@@ -421,17 +462,14 @@ def make(
         TypeError: a client that is not an async httpx-style client (a sync ``httpx.Client``
             among them), the message naming the fix.
     """
-    if not isinstance(name, str) or not name:
-        raise ValueError("name must be a non-empty string")
-    parts = urlsplit(base_url) if isinstance(base_url, str) else None
-    if parts is None or parts.scheme not in ("http", "https") or not parts.netloc:
-        raise ValueError(f"base_url must be an absolute http(s) URL, not {base_url!r}")
+    check_name(name, "shop")
+    parts = check_url("base_url", base_url, "https://api.example.com/v1")
     if parts.query or parts.fragment:
         raise ValueError("base_url may not hold a query or a fragment")
     check_seconds(timeout=timeout)
     check_client(client)
     client_url(client, base_url, name="base_url")
-    check_limits(
+    check_counts(
         max_answer_length=max_answer_length, max_body_size=max_body_size, max_depth=max_depth
     )
     operations = tuple(operations)
@@ -451,4 +489,5 @@ def make(
         max_answer_length=max_answer_length,
         max_body_size=max_body_size,
         max_depth=max_depth,
+        propagate_trace=bool(propagate_trace),
     )

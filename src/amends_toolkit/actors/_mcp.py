@@ -21,7 +21,6 @@ from collections.abc import Mapping
 from contextlib import asynccontextmanager
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Final, Literal, TypeAlias, TypeVar
-from urllib.parse import urlsplit
 
 import anyio
 import attrs
@@ -35,8 +34,10 @@ from amends_toolkit._errors import (
 )
 from amends_toolkit._json import MAX_DEPTH
 from amends_toolkit._log import get_logger
+from amends_toolkit._options import check_name, check_seconds, check_url
 from amends_toolkit._progress import listener
-from amends_toolkit.actors._limits import check_mcp_options, check_seconds
+from amends_toolkit._tracing import traced
+from amends_toolkit.actors._limits import check_mcp_options
 from amends_toolkit.actors._mcp_errors import (
     WIRE_ERRORS,
     check_input,
@@ -51,6 +52,7 @@ from amends_toolkit.actors._mcp_listen import (
     relay_list_changed,
 )
 from amends_toolkit.actors._mcp_listing import list_tools
+from amends_toolkit.actors._mcp_tracing import traced_request
 from amends_toolkit.protocols.http import check_client, outcome, retry_after
 from amends_toolkit.protocols.mcp._headers import HeaderMark, encode_value, param_headers
 from amends_toolkit.protocols.mcp._http import Answer, HttpClient, HttpWire, Unreachable
@@ -83,6 +85,7 @@ from amends_toolkit.protocols.mcp._results import (
     resend_delay,
 )
 from amends_toolkit.runtime import StateLoop
+from amends_toolkit.runtime._deadlines import timed_out
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Awaitable, Callable
@@ -238,12 +241,6 @@ class McpHttpSource:
         check_input(self._name, input, max_depth=self._max_depth)
         return await self._bounded("tools/call", self._call(self._running(), tool, input))
 
-    async def call_checked(self, tool: str, input: JsonObject) -> JsonValue:
-        """:meth:`call` for an input a toolkit checked already: walked again only when the
-        source's ``max_depth`` is below the toolkit's (see :class:`~amends_toolkit.ToolSource`)."""
-        check_input(self._name, input, max_depth=self._max_depth, checked=True)
-        return await self._bounded("tools/call", self._call(self._running(), tool, input))
-
     @asynccontextmanager
     async def lifespan(self) -> AsyncIterator[None]:
         """Held while the actor runs: the source's state lives as long as it is held.
@@ -316,9 +313,7 @@ class McpHttpSource:
             if live.session is None:
                 live.session = await self._begin_session(live)
             return live.session
-        raise UnavailableError(
-            source=self._name, message=f"no answer within {self._timeout} seconds"
-        )
+        raise timed_out(self._name, "initialize", "source's timeout", self._timeout)
 
     async def listen_once(self, notified: Callable[[str], None]) -> None:
         """Hold one stream of the server's notifications open until it ends (see
@@ -344,9 +339,7 @@ class McpHttpSource:
                 return await operation
             except WIRE_ERRORS as error:
                 raise wire_error(self._name, error, method=method) from None
-        raise UnavailableError(
-            source=self._name, message=f"{method}: no answer within {self._timeout} seconds"
-        )
+        raise timed_out(self._name, method, "source's timeout", self._timeout)
 
     # Eras and sessions.
 
@@ -475,7 +468,43 @@ class McpHttpSource:
 
     # Requests.
 
-    async def _send(
+    def _send(
+        self,
+        live: _Live,
+        method: str,
+        params: JsonObject,
+        *,
+        name: str | None = None,
+        marks: Mapping[str, str] | None = None,
+        relay: _Relay | None = None,
+    ) -> Awaitable[Response | ErrorResponse]:
+        """Send one request in the era found and return its answer (a result or an error).
+
+        In a session, a 404 ends it: another is begun once and the request sent again.
+        Notifications before the answer go to ``relay``. A traced call's request is an MCP
+        client span whose context goes to the server in ``params._meta``.
+        """
+        tracer = traced()
+        if tracer is None:
+            return self._post(live, method, params, name=name, marks=marks, relay=relay)
+        return traced_request(
+            tracer,
+            method,
+            name,
+            params,
+            functools.partial(self._post, live, method, name=name, marks=marks, relay=relay),
+            transport="tcp",
+            session=functools.partial(self._session_now, live),
+        )
+
+    def _session_now(self, live: _Live) -> tuple[str | None, str | None]:
+        """The protocol version and the session id the last request was sent in."""
+        if live.era == "modern":
+            return MODERN_VERSION, None
+        session = live.session
+        return (None, None) if session is None else (session.version, session.id)
+
+    async def _post(
         self,
         live: _Live,
         method: str,
@@ -485,11 +514,6 @@ class McpHttpSource:
         marks: Mapping[str, str] | None = None,
         relay: _Relay | None = None,
     ) -> Response | ErrorResponse:
-        """Send one request in the era found and return its answer (a result or an error).
-
-        In a session, a 404 ends it: another is begun once and the request sent again.
-        Notifications before the answer go to ``relay``.
-        """
         # The era and the session are read where known: awaiting the functions that find them
         # would make a coroutine on every request.
         era = live.era if live.era is not None else await self._ensure_era(live)
@@ -713,14 +737,8 @@ def http(
         TypeError: a client that is not an httpx-style async client (a sync ``httpx.Client``
             among them), the message naming the fix.
     """
-    if not isinstance(name, str) or not name:
-        raise ValueError("name must be a non-empty string, such as name='tasks'")
-    parts = urlsplit(url) if isinstance(url, str) else None
-    if parts is None or parts.scheme not in ("http", "https") or not parts.netloc:
-        raise ValueError(
-            "url must be an absolute http:// or https:// URL of the MCP endpoint, "
-            "such as 'https://example.com/mcp'"
-        )
+    check_name(name, "tasks")
+    check_url("url", url, "https://example.com/mcp")
     check_client(client)
     check_mcp_options(
         timeout=timeout,

@@ -189,13 +189,12 @@ def wire_error(source: str, error: Exception, *, method: str) -> ToolSourceError
     return InvalidResponseError(source=source, message=described)
 
 
-def check_input(source: str, input: JsonValue, *, max_depth: int, checked: bool = False) -> None:
-    """Refuse an input no server may be sent: NaN or Infinity (no JSON), or nested too deep
-    (``checked``: see :func:`~amends_toolkit._json.input_refusal`).
+def check_input(source: str, input: JsonValue, *, max_depth: int) -> None:
+    """Refuse an input no server may be sent: NaN or Infinity (no JSON), or nested too deep.
 
     Raises:
         InvalidInputError: saying which, for the model.
     """
-    problem = input_refusal(input, max_depth=max_depth, checked=checked)
+    problem = input_refusal(input, max_depth=max_depth)
     if problem is not None:
         raise InvalidInputError(source=source, message=problem)

@@ -26,16 +26,18 @@ import attrs
 
 from amends_toolkit._errors import (
     CallFailedError,
-    UnavailableError,
     UnsupportedError,
 )
 from amends_toolkit._json import MAX_DEPTH
 from amends_toolkit._log import get_logger
+from amends_toolkit._options import check_name
 from amends_toolkit._progress import listener
+from amends_toolkit._tracing import traced
 from amends_toolkit.actors._limits import check_mcp_options
 from amends_toolkit.actors._mcp_errors import WIRE_ERRORS, check_input, error_for_rpc, wire_error
 from amends_toolkit.actors._mcp_listen import LIST_CHANGED
 from amends_toolkit.actors._mcp_listing import list_tools
+from amends_toolkit.actors._mcp_tracing import traced_request
 from amends_toolkit.protocols.mcp._jsonrpc import (
     MAX_MESSAGE_BYTES,
     SESSION_VERSIONS,
@@ -52,6 +54,7 @@ from amends_toolkit.protocols.mcp._results import (
 )
 from amends_toolkit.protocols.mcp._stdio import StdioConnection
 from amends_toolkit.runtime import StateLoop
+from amends_toolkit.runtime._deadlines import timed_out
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Awaitable, Callable
@@ -149,12 +152,6 @@ class McpStdioSource:
         check_input(self._name, input, max_depth=self._max_depth)
         return await self._bounded("tools/call", lambda: self._call(tool, input))
 
-    async def call_checked(self, tool: str, input: JsonObject) -> JsonValue:
-        """:meth:`call` for an input a toolkit checked already: walked again only when the
-        source's ``max_depth`` is below the toolkit's (see :class:`~amends_toolkit.ToolSource`)."""
-        check_input(self._name, input, max_depth=self._max_depth, checked=True)
-        return await self._bounded("tools/call", lambda: self._call(tool, input))
-
     @asynccontextmanager
     async def lifespan(self) -> AsyncIterator[None]:
         """Held while the actor runs: the server process lives as long as it is held.
@@ -219,9 +216,7 @@ class McpStdioSource:
                 return await operation()
             except WIRE_ERRORS as error:
                 raise wire_error(self._name, error, method=method) from None
-        raise UnavailableError(
-            source=self._name, message=f"{method}: no answer within {self._timeout} seconds"
-        )
+        raise timed_out(self._name, method, "source's timeout", self._timeout)
 
     async def _ready(self) -> StdioConnection:
         """The connection, its session begun (once, however many calls ask at the same time)."""
@@ -242,9 +237,7 @@ class McpStdioSource:
         with anyio.move_on_after(self._timeout):
             live.version = await self._begin_session(live.connection)
             return
-        raise UnavailableError(
-            source=self._name, message=f"initialize: no answer within {self._timeout} seconds"
-        )
+        raise timed_out(self._name, "initialize", "source's timeout", self._timeout)
 
     async def _begin_session(self, connection: StdioConnection) -> str:
         reply = await connection.request("initialize", initialize_params(), cancellable=False)
@@ -267,7 +260,20 @@ class McpStdioSource:
         on_notification: Callable[[Notification], Awaitable[None]] | None = None,
     ) -> JsonObject:
         connection = await self._ready()
-        reply = await connection.request(method, params, on_notification=on_notification)
+        tracer = traced()
+        if tracer is None:
+            reply = await connection.request(method, params, on_notification=on_notification)
+        else:
+            tool = params.get("name") if method == "tools/call" else None
+            reply = await traced_request(
+                tracer,
+                method,
+                tool if isinstance(tool, str) else None,
+                params,
+                functools.partial(connection.request, method, on_notification=on_notification),
+                transport="pipe",
+                session=lambda: (None if self._live is None else self._live.version, None),
+            )
         if isinstance(reply, ErrorResponse):
             raise error_for_rpc(self._name, reply, method=method)
         return reply.result
@@ -345,8 +351,7 @@ def stdio(
             limit that is not a positive int.
         TypeError: ``args`` given as one string, or ``env`` not a mapping of strings.
     """
-    if not isinstance(name, str) or not name:
-        raise ValueError("name must be a non-empty string, such as name='files'")
+    check_name(name, "files")
     if not isinstance(command, str) or not command:
         raise ValueError("command must be the program to run, such as command='uvx'")
     if isinstance(args, str | bytes) or not isinstance(args, Sequence):

@@ -22,6 +22,7 @@ __all__ = (
     "arguments",
     "content_of",
     "is_failure",
+    "needs_approval",
     "read",
     "run_all",
     "text_field",
@@ -102,6 +103,19 @@ def with_source_names(caller: ToolCaller, name: str, input: JsonValue) -> JsonVa
     if isinstance(toolkit, Toolkit) and name in toolkit:
         return source_input(toolkit.tools[name].input_schema, input)
     return input
+
+
+def needs_approval(toolkit: Toolkit, name: str, input: JsonValue) -> bool:
+    """Whether a call waits for a person before it runs: the tool needs approval for this
+    input, which its schema takes. A call of no tool, or with an input the schema refuses, fails
+    unasked (nothing runs), as in a Session."""
+    if name not in toolkit:
+        return False
+    entry = toolkit.entry(name)
+    if entry.tool.needs_approval is False or entry.check(input) is not None:
+        return False
+    assert isinstance(input, dict)  # check() refuses anything but an object
+    return entry.tool.requires_approval(input)
 
 
 async def run_all(caller: ToolCaller, calls: Sequence[PendingCall]) -> list[JsonValue]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Final
 
 from amends_toolkit._extras import missing_extra
+from amends_toolkit.adapters._asking import APPROVAL_STATE_TTL
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
@@ -48,6 +49,8 @@ def mcp_server(
     members: Iterable[Member] = (),
     page_size: int = LIST_PAGE_SIZE,
     select: Select | None = None,
+    approval_key: bytes | None = None,
+    approval_ttl: float = APPROVAL_STATE_TTL,
 ) -> ToolkitServer:
     """Serve a toolkit, as assembled or presented, as an MCP server, with the host's policy.
 
@@ -62,7 +65,9 @@ def mcp_server(
         instructions: What the server tells a client about its tools, if anything.
         approve: Asked before each call of a tool that needs approval, as
             :class:`~amends_toolkit.Session` asks it; a refusal is an ``ApprovalDenied``
-            failure and the tool does not run. Without it (a server cannot ask a person), a tool
+            failure and the tool does not run; :func:`~amends_toolkit.adapters.ask_client` asks
+            the client that called, and an ``approve`` that got no decision raises
+            :class:`~amends_toolkit.NoApproval`. Without it (a server cannot ask a person), a tool
             that always needs approval is not served, and a call that needs approval because of
             its input (``tool_call`` of tool search) is refused as ``ApprovalDenied``.
         on_error: Shown the :class:`~amends_toolkit.ToolSourceError` behind a failure, as a
@@ -78,6 +83,12 @@ def mcp_server(
         select: With several toolkits, the name of a caller's (see
             :data:`amends_toolkit.adapters.mcp_front.Select`): asked once per request to the
             endpoint, after the authenticator; a name no toolkit has is served no tool.
+        approval_key: The key (32 bytes or more) that signs the ``requestState`` of a
+            2026-07-28 approval question (see :func:`~amends_toolkit.adapters.ask_client`);
+            generated when not given, so only this process takes its states back. Give the same
+            key to replicas that share callers.
+        approval_ttl: Seconds a client has to send such a call again with its person's answer
+            (:data:`~amends_toolkit.adapters._asking.APPROVAL_STATE_TTL`: 600).
 
     Each call runs in its own :class:`~amends_toolkit.Session`, so it checks the input against
     the tool's schema (the SDK checks nothing), asks approval, applies the timeout and shows
@@ -100,8 +111,9 @@ def mcp_server(
             ``pip install`` line of the ``mcp-server`` extra.
         TypeError: ``toolkit`` is no Toolkit (nor a mapping of them), or ``select`` is given
             with one toolkit or missing with several.
-        ValueError: ``timeout`` is not a positive number of seconds, or ``page_size`` is
-            not a whole number from 1.
+        ValueError: ``timeout`` is not a positive number of seconds, ``page_size`` is
+            not a whole number from 1, ``approval_key`` is shorter than 32 bytes, or
+            ``approval_ttl`` is not a positive number of seconds.
     """
     # Imported here so that amends_toolkit.adapters imports without the optional SDK.
     try:
@@ -122,4 +134,6 @@ def mcp_server(
         members=members,
         page_size=page_size,
         select=select,
+        approval_key=approval_key,
+        approval_ttl=approval_ttl,
     )

@@ -49,7 +49,8 @@ __all__ = (
     "run_openai_tool_calls",
 )
 
-_IMAGES: Final = frozenset({"image/png", "image/jpeg", "image/webp", "image/gif"})
+IMAGES: Final = frozenset({"image/png", "image/jpeg", "image/webp", "image/gif"})
+"""The images the OpenAI APIs take (Anthropic's Messages API takes the same)."""
 _AUDIO: Final = {"audio/wav": "wav", "audio/x-wav": "wav", "audio/wave": "wav", "audio/mpeg": "mp3"}
 
 
@@ -174,19 +175,21 @@ async def run_openai_function_calls(
     ]
     results = await run_all(caller, pending)
     return [
-        {"type": "function_call_output", "call_id": call_id, "output": _responses_output(result)}
+        {"type": "function_call_output", "call_id": call_id, "output": responses_output(result)}
         for call_id, result in zip(ids, results, strict=True)
     ]
 
 
-def _responses_output(value: JsonValue) -> JsonValue:
+def responses_output(value: JsonValue) -> JsonValue:
+    """A result as a Responses API ``function_call_output``'s ``output``: text, or a list of
+    ``input_text``, ``input_image`` and ``input_file`` parts when it holds media."""
     parts = content_parts(value)
     if parts is None:
         return content_of(value)
     output: list[JsonValue] = []
     for part in parts:
         if isinstance(part, Media):
-            if part.kind == "image" and part.mime_type in _IMAGES:
+            if part.kind == "image" and part.mime_type in IMAGES:
                 output.append({"type": "input_image", "image_url": part.data_url()})
                 continue
             if part.mime_type == "application/pdf":
@@ -201,7 +204,7 @@ def _responses_output(value: JsonValue) -> JsonValue:
 
 def _chat_media(part: Media) -> JsonObject | None:
     """The content part of a Chat Completions ``user`` message that carries a medium."""
-    if part.kind == "image" and part.mime_type in _IMAGES:
+    if part.kind == "image" and part.mime_type in IMAGES:
         return {"type": "image_url", "image_url": {"url": part.data_url()}}
     audio = _AUDIO.get(part.mime_type)
     if audio is not None:

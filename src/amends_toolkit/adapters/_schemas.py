@@ -24,6 +24,14 @@ import re
 from typing import TYPE_CHECKING
 from urllib.parse import unquote
 
+from amends_toolkit._schema_keywords import (
+    DEFINITIONS,
+    NAMED_SCHEMAS,
+    ONE_SCHEMA,
+    PATTERN_SCHEMAS,
+    SCHEMA_LISTS,
+)
+
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
@@ -36,20 +44,7 @@ PROPERTY_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 
 _MAX_NAME = 64
 _MAX_DEPTH = 256
-_ONE = (
-    "items",
-    "additionalProperties",
-    "not",
-    "if",
-    "then",
-    "else",
-    "contains",
-    "unevaluatedItems",
-    "unevaluatedProperties",
-    "contentSchema",
-)
-_LISTS = ("allOf", "anyOf", "oneOf", "prefixItems")
-_MAPS = ("$defs", "definitions", "patternProperties")
+_MAPS = DEFINITIONS | PATTERN_SCHEMAS
 _APPLIED = ("allOf", "anyOf", "oneOf", "if", "then", "else")
 
 
@@ -100,7 +95,7 @@ def _schema(node: JsonValue, depth: int) -> JsonValue:
     out: JsonObject = {}
     for key, value in node.items():
         new: JsonValue = value
-        if key in ("properties", "dependentSchemas") and isinstance(value, dict):
+        if key in NAMED_SCHEMAS and isinstance(value, dict):
             new = {names.get(k, k): _schema(v, deeper) for k, v in value.items()}
         elif key == "required" and isinstance(value, list) and names:
             new = [name(v) for v in value]
@@ -109,9 +104,9 @@ def _schema(node: JsonValue, depth: int) -> JsonValue:
                 names.get(k, k): [name(n) for n in v] if isinstance(v, list) else v
                 for k, v in value.items()
             }
-        elif key in _ONE:
+        elif key in ONE_SCHEMA:
             new = _schema(value, deeper)
-        elif key in _LISTS and isinstance(value, list):
+        elif key in SCHEMA_LISTS and isinstance(value, list):
             new = [_schema(v, deeper) for v in value]
         elif key in _MAPS and isinstance(value, dict):
             new = {k: _schema(v, deeper) for k, v in value.items()}

@@ -13,6 +13,14 @@ on one endpoint); the toolkit decides everything else: which tools exist, what i
 (MCP content blocks) go to the client as blocks, and its progress to a client that asked.
 ``tools/list`` answers ``page_size`` tools a page, from a listing built once per toolkit.
 
+A call that needs approval asks the front's ``approve``, and
+:func:`~amends_toolkit.adapters.ask_client` asks the client that called: by
+``elicitation/create`` in a session, and in 2026-07-28 by an ``input_required`` answer that the
+client answers by sending the call again with its person's decision and a signed
+``requestState`` (:class:`~amends_toolkit.adapters._asking.ApprovalStates`).
+A call from code in the middle of a run (code mode) that a 2026-07-28 client is asked about
+pauses its run in the app's lifespan until the call comes again (:data:`MAX_PAUSED` at once).
+
 A front may serve several toolkits, each under a name, and a ``select`` function that names the
 one a caller is served (the gateway's profiles)::
 
@@ -23,13 +31,16 @@ one a caller is served (the gateway's profiles)::
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
+import secrets
 from collections import Counter
 from collections.abc import Mapping
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, Final, NamedTuple, TypeAlias, cast
 
+import anyio
 import mcp_types as types
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
@@ -51,14 +62,22 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from amends_toolkit._content import content_parts
+from amends_toolkit._errors import ApprovalRequired
 from amends_toolkit._log import get_logger
-from amends_toolkit._peer import cut
+from amends_toolkit._options import check_counts
+from amends_toolkit._peer import cut, shown
+from amends_toolkit.adapters._asking import (
+    APPROVAL_STATE_TTL,
+    ApprovalStates,
+    StateRefused,
+    asking_client,
+)
 from amends_toolkit.adapters._callers import CALLER_SCOPE_KEY, Authenticator, Refused, caller_of
 from amends_toolkit.adapters._mcp_server import LIST_PAGE_SIZE, MAX_SESSIONS, SESSION_IDLE_TIMEOUT
 from amends_toolkit.runtime import Member, Session, Toolkit
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable, Sequence
+    from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 
     from mcp.server.auth.middleware.bearer_auth import AuthorizationContext
     from mcp.server.context import ServerRequestContext
@@ -130,6 +149,8 @@ class ToolkitServer:
         members: Iterable[Member] = (),
         page_size: int = LIST_PAGE_SIZE,
         select: Select | None = None,
+        approval_key: bytes | None = None,
+        approval_ttl: float = APPROVAL_STATE_TTL,
     ) -> None:
         if isinstance(toolkit, Mapping):
             if select is None:
@@ -144,13 +165,14 @@ class ToolkitServer:
         for served, _ in toolkits.values():
             if not isinstance(served, Toolkit):
                 raise TypeError(f"mcp_server serves a Toolkit, not {type(served).__name__}")
-        if isinstance(page_size, bool) or not isinstance(page_size, int) or page_size < 1:
-            raise ValueError(f"page_size must be a whole number of tools from 1, not {page_size!r}")
+        check_counts(page_size=page_size)
         self._approve: Approve = _never if approve is None else approve
         self._on_error = on_error
         self._timeout = timeout
         self._page_size = page_size
         self._select: Select = (lambda caller: _ONE) if select is None else select
+        self._states = ApprovalStates(key=approval_key, ttl=approval_ttl)
+        self._parking: _Parking | None = None
         self._served = self._serve_all(toolkits)
         # Refuse a bad timeout now, not at the first call.
         Session(_NOTHING.toolkit, approve=self._approve, on_error=on_error, timeout=timeout)
@@ -228,7 +250,8 @@ class ToolkitServer:
         Raises:
             ValueError: ``max_sessions`` or ``session_idle_timeout`` is not positive.
 
-        The app's lifespan runs its session manager: serve it with an ASGI server that runs
+        The app's lifespan runs its session manager, and holds the runs of 2026-07-28 calls
+        paused for a client's answer (they end with it): serve it with an ASGI server that runs
         lifespans (uvicorn does), or enter ``app.router.lifespan_context(app)``.
         """
         if transport_security is None and host in ("127.0.0.1", "localhost", "::1"):
@@ -250,13 +273,23 @@ class ToolkitServer:
                 Route(path, endpoint=StreamableHTTPASGIApp(sessions)),
                 *(() if authenticator is None else authenticator.routes()),
             ],
-            lifespan=lambda app: sessions.run(),
+            lifespan=lambda app: self._lifespan(sessions),
         )
         app.add_middleware(_Admitted, path=path, authenticator=authenticator, select=self._select)
         # The SDK checks at its endpoint alone; the same settings guard every route.
         if transport_security is not None and transport_security.enable_dns_rebinding_protection:
             app.add_middleware(_HostChecked, check=TransportSecurityMiddleware(transport_security))
         return app
+
+    @contextlib.asynccontextmanager
+    async def _lifespan(self, sessions: _Sessions) -> AsyncIterator[None]:
+        async with sessions.run(), anyio.create_task_group() as group:
+            self._parking = _Parking(group)
+            try:
+                yield
+            finally:
+                self._parking = None
+                group.cancel_scope.cancel()  # paused runs end with the app
 
     async def run_stdio(self) -> None:
         """Serve one client over the process's stdin and stdout until stdin closes.
@@ -364,30 +397,356 @@ class ToolkitServer:
 
     async def _call_tool(
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
-    ) -> types.CallToolResult:
+    ) -> types.CallToolResult | types.InputRequiredResult:
         toolkit = self._selected(ctx).toolkit
         if params.name not in toolkit:
             # A protocol error, as the spec asks for a tool the server does not have; the
             # client's name is echoed cut, as any text from outside is.
             raise MCPError(code=types.INVALID_PARAMS, message=f"Unknown tool: {cut(params.name)}")
         arguments: JsonValue = {} if params.arguments is None else params.arguments
-        # Progress is relayed only to a client that asked for it with a token.
+        request = cast("Request | None", ctx.request)
+        call = _Called(params.name, arguments, "" if request is None else _peer(request.scope))
+        again = params.request_state is not None
+        answer: bool | None = None
+        if again:
+            # A call sent again with a person's answer (2026-07-28): its state is checked before
+            # anything of the call runs, and taken once.
+            try:
+                paused = self._states.open(
+                    params.request_state, tool=call.name, input=arguments, caller=call.caller
+                )
+            except StateRefused as refused:
+                _log.info("mcp_server.approval_state_refused", tool=cut(params.name))
+                raise MCPError(code=types.INVALID_PARAMS, message=str(refused)) from None
+            answer = _decision(params.input_responses)
+            _log.info("mcp_server.client_answered", tool=call.name, approved=answer)
+            if paused is not None:
+                return await self._resume(paused, answer, call)
+        asker = _Asker(ctx, toolkit, call.name, arguments, answer=answer, again=again)
+        # Progress is relayed only to a client that asked for it with a token, and only while
+        # its request is open: not by a run that may outlive it (a paused one).
         asked = ctx.meta is not None and ctx.meta.get("progress_token") is not None
+        parking = self._parking
+        parks = asker.modern and parking is not None and asker.can_ask()
 
         async def relay(name: str, progress: Progress) -> None:
             await ctx.session.report_progress(progress.progress, progress.total, progress.message)
 
-        # A session per call: approval, on_error and timeout behave as in a harness, and a call
-        # the client cancels is cancelled alone.
-        async with Session(
-            toolkit,
-            approve=self._approve,
-            on_error=self._on_error,
-            timeout=self._timeout,
-            on_progress=relay if asked else None,
-        ) as session:
-            result = await session.invoke(params.name, arguments)
+        async def invoke() -> ToolResult:
+            # A session per call: approval, on_error and timeout behave as in a harness, and a
+            # call the client cancels is cancelled alone.
+            with asking_client(asker):
+                async with Session(
+                    toolkit,
+                    approve=self._approve,
+                    on_error=self._on_error,
+                    timeout=self._timeout,
+                    on_progress=relay if asked and not parks else None,
+                ) as session:
+                    result = await session.invoke(call.name, arguments)
+            return result
+
+        if not parks:
+            return self._finished(asker, await invoke(), call)
+        assert parking is not None
+        # In a run of its own, so that a call from code in the middle of it (code mode) can
+        # wait, paused, for an answer that comes in another request.
+        run = _Run(parking, ttl=self._states.ttl)
+        asker.run, run.asker = run, asker
+        parking.start(run, invoke)
+        return await self._follow(run, asker, call)
+
+    async def _resume(
+        self, paused: str, answer: bool | None, call: _Called
+    ) -> types.CallToolResult | types.InputRequiredResult:
+        run = None if self._parking is None else self._parking.take(paused)
+        if run is None:
+            raise MCPError(
+                code=types.INVALID_PARAMS,
+                message="The paused run this answers is gone: it waited longer than it may, or"
+                " another server holds it. Call the tool again.",
+            )
+        run.answer(answer)
+        assert run.asker is not None
+        return await self._follow(run, run.asker, call)
+
+    async def _follow(
+        self, run: _Run, asker: _Asker, call: _Called
+    ) -> types.CallToolResult | types.InputRequiredResult:
+        """What a run comes to next: its end, or a question for the client, while the run
+        waits (paused) for the call to come again with the answer."""
+        try:
+            step = await run.next()
+        except anyio.get_cancelled_exc_class():
+            run.scope.cancel()  # the client left before the run asked or ended: it ends too
+            raise
+        if isinstance(step, types.ElicitRequest):
+            return types.InputRequiredResult(
+                input_requests={_QUESTION: step},
+                request_state=self._states.seal(
+                    tool=call.name, input=call.arguments, caller=call.caller, run=run.park()
+                ),
+            )
+        if step is None:
+            raise MCPError(
+                code=types.INVALID_PARAMS,
+                message="The paused run this answers is gone: it waited longer than it may."
+                " Call the tool again.",
+            )
+        return self._finished(asker, step, call)
+
+    def _finished(
+        self, asker: _Asker, result: ToolResult, call: _Called
+    ) -> types.CallToolResult | types.InputRequiredResult:
+        if asker.question is not None:
+            # The tool did not run: the client asks its person, and sends the call again.
+            return types.InputRequiredResult(
+                input_requests={_QUESTION: asker.question},
+                request_state=self._states.seal(
+                    tool=call.name, input=call.arguments, caller=call.caller
+                ),
+            )
         return _answer(result)
+
+
+class _Called(NamedTuple):
+    """The call a request makes, as a ``requestState`` binds it."""
+
+    name: str
+    arguments: JsonValue
+    caller: str
+
+
+MAX_PAUSED: Final = 1_000
+"""Runs (code mode's) that wait at once, paused, for a 2026-07-28 client to send its call again
+with a person's answer; each waits ``approval_ttl`` seconds at most, then ends. Past it, a call
+from code that needs approval reads ``ApprovalRequired`` and does not run."""
+
+
+class _Parking:
+    """The runs of 2026-07-28 calls whose client can be asked, in a task group of the app's
+    lifespan: a run may pause for an answer that comes in another request."""
+
+    def __init__(self, group: anyio.abc.TaskGroup) -> None:
+        self._group = group
+        self._max_paused = MAX_PAUSED
+        self.waiting = 0
+        self._paused: dict[str, _Run] = {}
+
+    @property
+    def full(self) -> bool:
+        return self.waiting >= self._max_paused
+
+    def start(self, run: _Run, invoke: Callable[[], Awaitable[ToolResult]]) -> None:
+        self._group.start_soon(run.main, invoke)
+
+    def park(self, run: _Run) -> str:
+        key = secrets.token_hex(16)
+        self._paused[key] = run
+        run.key = key
+        return key
+
+    def take(self, key: str) -> _Run | None:
+        return self._paused.pop(key, None)
+
+    def forget(self, run: _Run) -> None:
+        if run.key is not None:
+            self._paused.pop(run.key, None)
+
+
+class _Run:
+    """One call run apart (see :class:`_Parking`): it gives its questions and its end to
+    whichever request follows it, and takes the answers the client sends. It asks one question
+    at a time, and waits for its answer: a step (a question, or the result) is given once."""
+
+    def __init__(self, parking: _Parking, *, ttl: float) -> None:
+        self._parking = parking
+        self._ttl = ttl
+        self.scope = anyio.CancelScope()
+        self.key: str | None = None
+        self.asker: _Asker | None = None
+        self._step: types.ElicitRequest | ToolResult | None = None
+        self._stepped = anyio.Event()
+        self._ended = False
+        self._answer: bool | None = None
+        self._answered = anyio.Event()
+
+    async def main(self, invoke: Callable[[], Awaitable[ToolResult]]) -> None:
+        try:
+            with self.scope:
+                self._give(await invoke())
+        finally:
+            self._parking.forget(self)
+            self._ended = True
+            self._stepped.set()  # a request that follows it learns that it ended
+
+    def _give(self, step: types.ElicitRequest | ToolResult) -> None:
+        self._step = step
+        self._stepped.set()
+
+    async def next(self) -> types.ElicitRequest | ToolResult | None:
+        """The run's next question, or its result; ``None`` once it ended without one."""
+        await self._stepped.wait()
+        step, self._step = self._step, None
+        if not self._ended:
+            self._stepped = anyio.Event()
+        return step
+
+    def park(self) -> str:
+        return self._parking.park(self)
+
+    def answer(self, answer: bool | None) -> None:
+        self._answer = answer
+        self._answered.set()
+
+    async def ask(self, question: types.ElicitRequest) -> bool:
+        """Put a question to the client and wait, paused, for its answer (``approval_ttl``
+        seconds at most: then the whole run ends, and nothing more of it runs)."""
+        if self._parking.full:
+            raise ApprovalRequired("too many paused runs wait for their clients' answers")
+        self._parking.waiting += 1
+        try:
+            self._give(question)
+            with anyio.move_on_after(self._ttl):
+                await self._answered.wait()
+                self._answered = anyio.Event()
+                if self._answer is None:
+                    raise ApprovalRequired("the client's answer is not the form's: approve or deny")
+                return self._answer
+        finally:
+            self._parking.waiting -= 1
+        _log.info("mcp_server.paused_run_expired", ttl=self._ttl)
+        self.scope.cancel()
+        await anyio.lowlevel.checkpoint()  # cancelled here: the run goes no further
+        raise ApprovalRequired("the run ended: nobody answered in time")
+
+
+_QUESTION: Final = "approval"
+"""The key of the approval question in an ``input_required`` result, and of its answer."""
+_DECISION: Final = "decision"
+"""The form's one field: ``"approve"`` or ``"deny"``."""
+_FORM: Final[dict[str, Any]] = {
+    "type": "object",
+    "properties": {
+        _DECISION: {
+            "type": "string",
+            "title": "Decision",
+            "description": "Approve runs the tool with this input; deny does not.",
+            "enum": ["approve", "deny"],
+            "enumNames": ["Approve", "Deny"],
+        }
+    },
+    "required": [_DECISION],
+}
+
+
+class _Asked(ApprovalRequired):
+    """The question is put to a 2026-07-28 client as an ``input_required`` result: the call
+    ends here, unrun, and its client sends it again with the answer."""
+
+
+class _Asker:
+    """How one ``tools/call`` asks its client (a :class:`~amends_toolkit.adapters._asking.
+    ClientAsker`): ``elicitation/create`` in a session; in 2026-07-28 the question it leaves in
+    ``question``, or the answer the call was sent again with."""
+
+    def __init__(
+        self,
+        ctx: ServerRequestContext[Any],
+        toolkit: Toolkit,
+        called: str,
+        arguments: JsonValue,
+        *,
+        answer: bool | None,
+        again: bool,
+    ) -> None:
+        self._ctx = ctx
+        self._toolkit = toolkit
+        self._called = called
+        self._arguments = arguments
+        self._answer = answer
+        self._again = again
+        self.modern = ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
+        self.question: types.ElicitRequest | None = None
+        self.run: _Run | None = None
+        """The run this call runs in apart, which can wait for an answer (2026-07-28)."""
+
+    def can_ask(self) -> bool:
+        capabilities = self._ctx.session.client_capabilities
+        elicitation = None if capabilities is None else capabilities.elicitation
+        # An empty elicitation capability is form mode (the 2025-06-18 spelling).
+        return elicitation is not None and (elicitation.form is not None or elicitation.url is None)
+
+    async def ask(self, name: str, input: JsonObject) -> bool:
+        message = self._message(name, input)
+        if self.modern:
+            if name != self._called or input != self._arguments:
+                if self.run is None:
+                    raise ApprovalRequired(
+                        "a call from code in the middle of a run can wait for a 2026-07-28"
+                        " client's answer only in a front's app (streamable_http_app)"
+                    )
+                form = types.ElicitRequestFormParams(message=message, requested_schema=_FORM)
+                return await self.run.ask(types.ElicitRequest(params=form))
+            if self._again:
+                answer, self._answer, self._again = self._answer, None, False  # one answer
+                if answer is None:
+                    raise ApprovalRequired("the client's answer is not the form's: approve or deny")
+                return answer
+            self.question = types.ElicitRequest(
+                params=types.ElicitRequestFormParams(message=message, requested_schema=_FORM)
+            )
+            raise _Asked("the client is asked: the call is answered input_required")
+        try:
+            result = await self._ctx.session.elicit_form(
+                message, _FORM, related_request_id=self._ctx.request_id
+            )
+        except (
+            MCPError,  # the client's error answer, or no channel to send the question on
+            ValidationError,
+            anyio.ClosedResourceError,
+            anyio.BrokenResourceError,
+            anyio.EndOfStream,
+        ) as error:
+            raise ApprovalRequired(
+                f"the client could not be asked: {type(error).__name__}"
+            ) from None
+        decided = _decided(result)
+        if decided is None:
+            raise ApprovalRequired("the client's answer is not the form's: approve or deny")
+        return decided
+
+    def _message(self, name: str, input: JsonObject) -> str:
+        if name in self._toolkit:
+            source = self._toolkit.entry(name).source_name
+        else:  # a call from code: the tool is the presented toolkit's, not the front's
+            source = f"called from code, in {self._called}"
+        return (
+            "A tool call needs your approval.\n"
+            f"Tool: {shown(name, limit=MAX_NAME_SHOWN)}\n"
+            f"Source: {shown(source, limit=MAX_NAME_SHOWN)}\n"
+            f"Input: {shown(json.dumps(input, ensure_ascii=False))}"
+        )
+
+
+MAX_NAME_SHOWN: Final = 200
+"""The most characters of a tool's or a source's name an approval form shows."""
+
+
+def _decided(result: types.ElicitResult) -> bool | None:
+    """A person's decision in a form's answer: accepted with approve (True) or deny (False),
+    declined or dismissed (False: they saw the question, and did not approve); ``None`` for an
+    answer that is not the form's."""
+    if result.action != "accept":
+        return False
+    decision = (result.content or {}).get(_DECISION)
+    return {"approve": True, "deny": False}.get(decision) if isinstance(decision, str) else None
+
+
+def _decision(responses: types.InputResponses | None) -> bool | None:
+    """The decision a call sent again carries (``None``: none that is the form's)."""
+    response = None if responses is None else responses.get(_QUESTION)
+    return _decided(response) if isinstance(response, types.ElicitResult) else None
 
 
 _MAX_CURSOR: Final = 12

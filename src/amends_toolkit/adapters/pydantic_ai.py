@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from amends_toolkit._content import Text, content_parts
 from amends_toolkit._extras import missing_extra
-from amends_toolkit.adapters._calls import with_source_names
+from amends_toolkit.adapters._calls import needs_approval, with_source_names
 from amends_toolkit.adapters._schemas import model_schema
 from amends_toolkit.runtime import Session, Toolkit
 
@@ -112,15 +112,9 @@ class ToolkitToolset(AbstractToolset[AgentDepsT]):
                 approved this call.
         """
         input = with_source_names(self._caller, name, tool_args)
-        if (
-            isinstance(self._caller, Toolkit)
-            and not ctx.tool_call_approved
-            and name in self._toolkit
-        ):
-            entry = self._toolkit.entry(name)
-            if entry.check(input) is None and entry.tool.requires_approval(input):  # type: ignore[arg-type]
-                raise ApprovalRequired
         if isinstance(self._caller, Toolkit):
+            if not ctx.tool_call_approved and needs_approval(self._toolkit, name, input):
+                raise ApprovalRequired
             # The run approved it (pydantic-ai asked), or it needs no approval.
             value = await self._caller.call(name, input, approved=ctx.tool_call_approved)
         else:

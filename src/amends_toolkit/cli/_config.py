@@ -18,9 +18,11 @@ The keys are binding (hosts rely on them)::
     port = 8765
     path = "/mcp"
     presentation = "tools"      # or "search", "code"
+    code_approval = "split"     # code: a tool that needs approval beside execute, or "ask" in code
     allowed_hosts = ["gw.example.com"]        # Host values a proxy in front forwards
     allowed_origins = ["https://app.example.com"]
     metrics_key = "${METRICS_KEY}"            # /metrics only with Authorization: Bearer <it>
+    approval_key = "${APPROVAL_KEY}"          # signs approvals' requestState (default: per process)
     limits_storage = "redis://127.0.0.1:6379" # profiles' calls per minute (default "memory://")
 
     [auth]                      # who may call: required (see cli/_auth.py)
@@ -37,9 +39,22 @@ The keys are binding (hosts rely on them)::
     presentation = "search"                   # default: [serve]'s
     policy = { allow = ["tasks__*"], approve = [], block = [] }   # as [policy]
     limits = { calls_per_minute = 600, max_in_flight = 16 }       # per caller (cli/_limits.py)
+    approval = { by = "approvers", approvers = { keys = ["ops"] }, timeout = 300 }
+
+    [approval]                  # [policy]'s callers' approval, and where approvals go
+    by = "either"               # or "caller" (its client alone), "approvers" (out of band alone)
+    approvers = { keys = ["ops"] }            # who may decide at /approvals: a match, as above
+    timeout = 300               # seconds a call waits for a decision
+    store = "approvals.db"      # SQLite, so a restart keeps pending approvals (default: memory)
+    webhook = "https://hooks.example.com/approvals"   # told of each pending approval (or ${VAR})
+    max_pending = 1000          # approvals pending at once; and of one caller:
+    max_pending_per_caller = 10
 
 A caller no profile matches is served by ``[policy]``, without limits; without a ``[policy]``
-table, it is refused.
+table, it is refused. A profile without ``approval`` asks as ``by = "either"`` with no approvers
+(its client, when it can be asked; else only ``--approve-on-terminal``'s terminal); it does not
+take ``[approval]``'s approvers. ``store``, ``webhook`` and the bounds are the whole gateway's,
+in ``[approval]`` alone (one table: the issue's ``[approvals] store`` is ``[approval] store``).
 
 A mistake is a :class:`ConfigError` naming the file, the line (where the key is written in the
 file) and the fix; nothing is guessed and no key is ignored.
@@ -59,14 +74,21 @@ from urllib.parse import urlsplit
 
 import attrs
 
+from amends_toolkit.adapters._approvals import (
+    APPROVAL_TIMEOUT,
+    MAX_PENDING,
+    MAX_PENDING_PER_CALLER,
+)
 from amends_toolkit.adapters._mcp_server import MAX_SESSIONS, SESSION_IDLE_TIMEOUT
 
 __all__ = (
+    "APPROVAL_BY",
     "BODY_TIMEOUT",
     "DEFAULT_PROFILE",
     "HEADER_TIMEOUT",
     "MAX_CONNECTIONS",
     "PRESENTATIONS",
+    "ApprovalConfig",
     "AuthConfig",
     "ConfigError",
     "GatewayConfig",
@@ -76,6 +98,7 @@ __all__ = (
     "ProfileConfig",
     "ServeConfig",
     "SourceConfig",
+    "TelemetryConfig",
     "expand_header",
     "is_env_template",
     "is_loopback",
@@ -92,6 +115,8 @@ MAX_CONNECTIONS: Final = 2_048
 Presentation = Literal["tools", "search", "code"]
 PRESENTATIONS: Final[tuple[Presentation, ...]] = get_args(Presentation)
 SourceKind = Literal["mcp", "stdio", "openapi"]
+ApprovalBy = Literal["caller", "approvers", "either"]
+APPROVAL_BY: Final[tuple[ApprovalBy, ...]] = get_args(ApprovalBy)
 
 _ENV_VALUE: Final = re.compile(
     r"^(?P<scheme>(?:Bearer|Basic|Token) )?\$\{(?P<var>[A-Za-z_][A-Za-z0-9_]*)\}$"
@@ -100,7 +125,7 @@ _ENV_VALUE: Final = re.compile(
 _NAME: Final = re.compile(r"^[A-Za-z0-9_-]{1,32}$")
 _SOURCE_KEYS: Final = frozenset(
     ("name", "mcp", "stdio", "openapi", "base_url", "env", "cwd", "headers", "timeout", "auth",
-     "token_file", "redirect_uri")
+     "token_file", "redirect_uri", "propagate_trace")
 )  # fmt: skip
 _SERVE_KEYS: Final = frozenset(
     (
@@ -108,6 +133,7 @@ _SERVE_KEYS: Final = frozenset(
         "port",
         "path",
         "presentation",
+        "code_approval",
         "refresh_interval",
         "grace",
         "call_timeout",
@@ -122,15 +148,21 @@ _SERVE_KEYS: Final = frozenset(
         "allowed_hosts",
         "allowed_origins",
         "metrics_key",
+        "approval_key",
         "limits_storage",
     )
 )
 _AUTH_KEYS: Final = frozenset(("type", "issuer", "audience", "scopes", "keys"))
+_TELEMETRY_KEYS: Final = frozenset(("otlp_endpoint", "service_name"))
 _OAUTH_ONLY: Final = ("issuer", "audience", "scopes")
 _ORIGIN: Final = re.compile(r"^https?://(\[[0-9A-Fa-f:.]+\]|[^/\s:\[\]]+)(:\d{1,5})?$")
 _HOST: Final = re.compile(r"^[^/\s@]+$")
 _POLICY_KEYS: Final = frozenset(("allow", "approve", "block"))
-_PROFILE_KEYS: Final = frozenset(("name", "match", "sources", "presentation", "policy", "limits"))
+_PROFILE_KEYS: Final = frozenset(
+    ("name", "match", "sources", "presentation", "policy", "limits", "approval")
+)
+_APPROVAL_KEYS: Final = ("by", "approvers", "timeout")
+_GATEWAY_APPROVAL_KEYS: Final = ("store", "webhook", "max_pending", "max_pending_per_caller")
 _MATCH_KINDS: Final = ("keys", "subjects", "scopes", "claims")
 _LIMITS_KEYS: Final = ("calls_per_minute", "max_in_flight")
 DEFAULT_PROFILE: Final = "default"
@@ -160,6 +192,19 @@ class SourceConfig:
     auth: Literal["oauth"] | None = None
     token_file: Path | None = None
     redirect_uri: str = "http://127.0.0.1:8976/callback"
+    propagate_trace: bool = False
+    """openapi: send a traced call's ``traceparent`` header to the API."""
+
+
+@attrs.frozen(kw_only=True)
+class TelemetryConfig:
+    """The ``[telemetry]`` table: where the gateway's spans go (see docs/guides/tracing.md)."""
+
+    otlp_endpoint: str | None = None
+    """A collector's OTLP/HTTP base URL (``http://127.0.0.1:4318``); spans go to its
+    ``/v1/traces``. ``None``: the ``OTEL_EXPORTER_OTLP_*`` variables decide."""
+    service_name: str = "amends-toolkit"
+    """The ``service.name`` of the spans (``OTEL_SERVICE_NAME`` wins)."""
 
 
 @attrs.frozen(kw_only=True)
@@ -193,6 +238,21 @@ class LimitsConfig:
 
 
 @attrs.frozen(kw_only=True)
+class ApprovalConfig:
+    """A profile's ``approval`` (``[approval]`` for ``[policy]``'s callers): who is asked to
+    approve its callers' calls that need approval."""
+
+    by: ApprovalBy = "either"
+    """``caller``: the calling client alone (``ApprovalRequired`` when it cannot be asked);
+    ``approvers``: out of band alone (``/approvals``, the terminal); ``either``: the client
+    when it can be asked, else out of band."""
+    approvers: MatchConfig | None = None
+    """Who may decide its callers' approvals at ``/approvals``; none: only the terminal."""
+    timeout: float = APPROVAL_TIMEOUT
+    """Seconds a call waits for an out-of-band decision; then ``ApprovalTimedOut``."""
+
+
+@attrs.frozen(kw_only=True)
 class ProfileConfig:
     """One ``[[profiles]]`` table: who it serves, and what."""
 
@@ -204,6 +264,7 @@ class ProfileConfig:
     """None: ``[serve]``'s."""
     policy: PolicyConfig = attrs.field(factory=lambda: PolicyConfig())
     limits: LimitsConfig = attrs.field(factory=lambda: LimitsConfig())
+    approval: ApprovalConfig = attrs.field(factory=lambda: ApprovalConfig())
 
 
 @attrs.frozen(kw_only=True)
@@ -214,6 +275,10 @@ class ServeConfig:
     port: int = 8765
     path: str = "/mcp"
     presentation: Presentation = "tools"
+    code_approval: Literal["split", "ask"] = "split"
+    """Where code mode puts a tool that needs approval: beside ``execute`` (``"split"``), or
+    declared to the code (``"ask"``), each call of it from code asking as a direct call does
+    (the client that called, first)."""
     refresh_interval: float | None = None
     """Seconds between catalog refreshes; none when not given (SIGHUP and list_changed still)."""
     grace: float = 10.0
@@ -245,6 +310,9 @@ class ServeConfig:
     """``Origin`` values let in besides ``host``'s and loopback's (``https://app.example.com``)."""
     metrics_key: str | None = None
     """The template (``${VAR}``) of the key ``/metrics`` asks for; none: ``/metrics`` is open."""
+    approval_key: str | None = None
+    """The template (``${VAR}``) of the key that signs a 2026-07-28 approval question's
+    ``requestState``; none: a key of the process's own (a state is answered by it alone)."""
     limits_storage: str = "memory://"
     """Where profiles' ``calls_per_minute`` are counted: ``memory://`` (this process), or a
     Redis URL (``redis://``, ``rediss://``, ``redis+unix://``) that replicas share, written
@@ -279,6 +347,17 @@ class GatewayConfig:
     auth: AuthConfig | None = None
     """None when the file has no ``[auth]``: the gateway does not start."""
     profiles: tuple[ProfileConfig, ...] = ()
+    telemetry: TelemetryConfig = TelemetryConfig()
+    approval: ApprovalConfig = attrs.field(factory=lambda: ApprovalConfig())
+    """``[approval]``: how ``[policy]``'s callers' calls are approved."""
+    approval_store: Path | None = None
+    """``[approval] store``: the SQLite file of pending approvals; none: memory."""
+    approval_webhook: str | None = None
+    """``[approval] webhook``: the URL (or its ``${VAR}``) told of each pending approval."""
+    approval_max_pending: int = MAX_PENDING
+    """``[approval] max_pending``: approvals pending at once, in all."""
+    approval_max_pending_per_caller: int = MAX_PENDING_PER_CALLER
+    """``[approval] max_pending_per_caller``: approvals pending at once of one caller."""
 
 
 def load_config(path: Path) -> GatewayConfig:
@@ -369,11 +448,14 @@ class _Reader:
         return start
 
     def read(self, data: dict[str, object]) -> GatewayConfig:
-        unknown = sorted(set(data) - {"sources", "policy", "serve", "auth", "profiles"})
+        unknown = sorted(
+            set(data) - {"sources", "policy", "serve", "auth", "profiles", "telemetry", "approval"}
+        )
         if unknown:
             raise ConfigError(
-                f"{self.path}: unknown table or key {unknown[0]!r}; "
-                "the keys are [[sources]], [policy], [serve], [auth] and [[profiles]]"
+                f"{self.path}: unknown table or key {unknown[0]!r}; the keys are [[sources]], "
+                "[policy], [serve], [auth], [[profiles]], [telemetry] and [approval]"
+                + (" (one table: [approval] store)" if unknown[0] == "approvals" else "")
             )
         raw_sources = data.get("sources")
         if not isinstance(raw_sources, list) or not raw_sources:
@@ -407,6 +489,12 @@ class _Reader:
                     f"two profiles are named {name!r}: give each its own name",
                     table="profiles", index=i, key="name",
                 )  # fmt: skip
+        approval: dict[str, Any] = {}
+        if "approval" in data:
+            raw, fail = self._table(
+                data["approval"], "approval", frozenset(_APPROVAL_KEYS + _GATEWAY_APPROVAL_KEYS)
+            )
+            approval = self._gateway_approval(raw, auth, fail)
         return GatewayConfig(
             path=self.path,
             sources=sources,
@@ -414,7 +502,103 @@ class _Reader:
             serve=serve,
             auth=auth,
             profiles=profiles,
+            telemetry=self._telemetry(data.get("telemetry", {})),
+            **approval,
         )
+
+    def _gateway_approval(
+        self,
+        raw: dict[str, Any],
+        auth: AuthConfig | None,
+        fail: Callable[[str, str], ConfigError],
+    ) -> dict[str, Any]:
+        """``[approval]``: the default profile's approval, and the gateway's store and webhook."""
+        options: dict[str, Any] = {
+            "approval": self._approval(
+                {k: v for k, v in raw.items() if k in _APPROVAL_KEYS}, auth, fail, table=True
+            )
+        }
+        if "store" in raw:
+            store = raw["store"]
+            if not isinstance(store, str) or not store or store.startswith(("${", "memory")):
+                raise fail(
+                    'store must be the path of a SQLite file, such as store = "approvals.db" '
+                    "(leave it out to keep approvals in memory)",
+                    "store",
+                )
+            path = Path(store)
+            options["approval_store"] = path if path.is_absolute() else self.path.parent / path
+        if "webhook" in raw:
+            webhook = raw["webhook"]
+            if not (
+                _is_key_template(webhook)
+                or (
+                    isinstance(webhook, str)
+                    and _is_served_url(webhook)
+                    and urlsplit(webhook).password is None
+                )
+            ):
+                raise fail(
+                    "webhook must be an https:// URL (http:// on a loopback address only), or "
+                    'taken whole from the environment, as "${APPROVAL_WEBHOOK}" (for a URL '
+                    "that holds a secret)",
+                    "webhook",
+                )
+            options["approval_webhook"] = webhook
+        for key in ("max_pending", "max_pending_per_caller"):
+            if key in raw:
+                if not _counted(raw[key]):
+                    raise fail(f"{key} must be a whole number above 0", key)
+                options[f"approval_{key}"] = raw[key]
+        return options
+
+    def _approval(
+        self,
+        raw: object,
+        auth: AuthConfig | None,
+        fail: Callable[[str, str], ConfigError],
+        *,
+        table: bool = False,
+    ) -> ApprovalConfig:
+        """A profile's ``approval``, or (``table``) the keys of ``[approval]`` that are its."""
+        key = "by" if table else "approval"
+        example = 'approval = { by = "approvers", approvers = { keys = ["ops"] }, timeout = 300 }'
+        if not isinstance(raw, dict):
+            raise fail(f"approval must be a table, such as {example}", key)
+        for name in raw:
+            if name not in _APPROVAL_KEYS:
+                where = (
+                    f"; {name} is the whole gateway's: write it in [approval]"
+                    if name in _GATEWAY_APPROVAL_KEYS
+                    else ""
+                )
+                raise fail(
+                    f"unknown key {name!r} in approval; the keys are by, approvers and timeout"
+                    + where,
+                    name if table else key,
+                )
+        options: dict[str, Any] = {}
+        if "by" in raw:
+            if raw["by"] not in APPROVAL_BY:
+                raise fail('by must be "caller", "approvers" or "either"', "by" if table else key)
+            options["by"] = raw["by"]
+        if "approvers" in raw:
+            options["approvers"] = self._match(
+                raw["approvers"], auth, fail, what="approvers", key="approvers" if table else key
+            )
+        if "timeout" in raw:
+            if not _positive(raw["timeout"]):
+                raise fail(
+                    "timeout must be a positive number of seconds", "timeout" if table else key
+                )
+            options["timeout"] = float(raw["timeout"])
+        if options.get("by") == "caller" and "approvers" in options:
+            raise fail(
+                'by = "caller" asks the calling client alone: approvers are for "approvers" '
+                'or "either"',
+                "approvers" if table else key,
+            )
+        return ApprovalConfig(**options)
 
     def _profile(
         self, index: int, raw: object, sources: set[str], auth: AuthConfig | None
@@ -464,6 +648,8 @@ class _Reader:
             options["policy"] = self._policy(raw["policy"], index=index)
         if "limits" in raw:
             options["limits"] = self._limits(raw["limits"], fail)
+        if "approval" in raw:
+            options["approval"] = self._approval(raw["approval"], auth, fail)
         return ProfileConfig(name=name, match=match, **options)
 
     @staticmethod
@@ -487,17 +673,21 @@ class _Reader:
         raw: object,
         auth: AuthConfig | None,
         fail: Callable[[str, str], ConfigError],
+        *,
+        what: str = "match",
+        key: str = "match",
     ) -> MatchConfig:
+        """A ``match`` (or, as ``what``, a match of the same form: ``approvers``)."""
         if not isinstance(raw, dict) or len(raw) != 1 or next(iter(raw)) not in _MATCH_KINDS:
             raise fail(
-                'match must name one kind of caller: { keys = ["alice"] }, { subjects = [...] }, '
-                '{ scopes = [...] } or { claims = { groups = "eng" } }',
-                "match",
+                f'{what} must name one kind of caller: {{ keys = ["alice"] }}, '
+                '{ subjects = [...] }, { scopes = [...] } or { claims = { groups = "eng" } }',
+                key,
             )
         ((kind, value),) = raw.items()
         wanted = "keys" if kind == "keys" else "oauth"
         if auth is not None and auth.type != wanted:
-            raise fail(f'match = {{ {kind} = ... }} goes with [auth] type = "{wanted}"', "match")
+            raise fail(f'{what} = {{ {kind} = ... }} goes with [auth] type = "{wanted}"', key)
         if kind == "claims":
             if (
                 not isinstance(value, dict)
@@ -506,7 +696,7 @@ class _Reader:
             ):
                 raise fail(
                     'claims must name claims and their values, such as { groups = "eng" }',
-                    "match",
+                    key,
                 )
             return MatchConfig(kind="claims", claims=dict(value))
         if (
@@ -514,14 +704,14 @@ class _Reader:
             or not value
             or not all(isinstance(v, str) and v for v in value)
         ):
-            raise fail(f'{kind} must be a list of names, such as {kind} = ["alice"]', "match")
+            raise fail(f'{kind} must be a list of names, such as {kind} = ["alice"]', key)
         if kind == "keys" and auth is not None:
             unknown = [v for v in value if v not in auth.keys]
             if unknown:
                 raise fail(
                     f"no key of [auth] is named {unknown[0]!r}; the keys are "
                     + ", ".join(sorted(auth.keys)),
-                    "match",
+                    key,
                 )
         return MatchConfig(kind=kind, values=tuple(value))
 
@@ -628,6 +818,15 @@ class _Reader:
                 "redirect_uri must be http://127.0.0.1:PORT/PATH (the gateway listens there)",
                 "redirect_uri",
             )
+        propagate_trace = raw.get("propagate_trace", False)
+        if not isinstance(propagate_trace, bool):
+            raise fail("propagate_trace must be true or false", "propagate_trace")
+        if propagate_trace and kind != "openapi":
+            raise fail(
+                "propagate_trace is for openapi sources (an MCP server is always sent the trace "
+                "context in the request's _meta)",
+                "propagate_trace",
+            )
         return SourceConfig(
             name=name,
             kind=kind,
@@ -641,6 +840,7 @@ class _Reader:
             auth=auth,
             token_file=(self.path.parent / token_file) if isinstance(token_file, str) else None,
             redirect_uri=redirect_uri,
+            propagate_trace=propagate_trace,
         )
 
     def _table(
@@ -702,14 +902,20 @@ class _Reader:
         if (
             not isinstance(path, str)
             or not path.startswith("/")
-            or path in ("/healthz", "/metrics")
+            or path in ("/healthz", "/metrics", "/approvals")
         ):
-            raise fail("path must begin with '/' and not be /healthz or /metrics", "path")
+            raise fail(
+                "path must begin with '/' and not be /healthz, /metrics or /approvals", "path"
+            )
         options["path"] = path
         presentation = raw.get("presentation", "tools")
         if presentation not in PRESENTATIONS:
             raise fail('presentation must be "tools", "search" or "code"', "presentation")
         options["presentation"] = presentation
+        code_approval = raw.get("code_approval", "split")
+        if code_approval not in ("split", "ask"):
+            raise fail('code_approval must be "split" or "ask"', "code_approval")
+        options["code_approval"] = code_approval
         for key in (
             "refresh_interval",
             "grace",
@@ -772,6 +978,14 @@ class _Reader:
                     "metrics_key",
                 )
             options["metrics_key"] = raw["metrics_key"]
+        if "approval_key" in raw:
+            if not _is_key_template(raw["approval_key"]):
+                raise fail(
+                    'approval_key must take its value from the environment, as "${VAR}": '
+                    "a key written in the file is refused",
+                    "approval_key",
+                )
+            options["approval_key"] = raw["approval_key"]
         if "limits_storage" in raw:
             storage = raw["limits_storage"]
             if not (_is_key_template(storage) or _is_storage(storage)):
@@ -783,6 +997,25 @@ class _Reader:
                 )
             options["limits_storage"] = storage
         return ServeConfig(**options)  # type: ignore[arg-type]
+
+    def _telemetry(self, raw: object) -> TelemetryConfig:
+        raw, fail = self._table(raw, "telemetry", _TELEMETRY_KEYS)
+        endpoint = raw.get("otlp_endpoint")
+        if endpoint is not None and not (
+            isinstance(endpoint, str)
+            and _is_url(endpoint)
+            and not (parts := urlsplit(endpoint)).username
+            and not parts.query
+        ):
+            raise fail(
+                "otlp_endpoint must be a collector's http(s) URL without credentials, such as "
+                '"http://127.0.0.1:4318" (give its headers in OTEL_EXPORTER_OTLP_HEADERS)',
+                "otlp_endpoint",
+            )
+        service = raw.get("service_name", TelemetryConfig.__attrs_attrs__.service_name.default)
+        if not isinstance(service, str) or not service:
+            raise fail('service_name must be a name, such as "amends-toolkit"', "service_name")
+        return TelemetryConfig(otlp_endpoint=endpoint, service_name=service)
 
     def _auth(self, raw: object) -> AuthConfig:
         raw, fail = self._table(raw, "auth", _AUTH_KEYS)

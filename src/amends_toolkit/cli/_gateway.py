@@ -54,18 +54,20 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from amends_toolkit import adapters
+from amends_toolkit import _tracing, adapters
 from amends_toolkit._errors import (
     ApprovalRequired,
     Failure,
     LimitExceeded,
     NameClash,
+    NoApproval,
     ToolSourceError,
 )
 from amends_toolkit._log import get_logger
 from amends_toolkit._peer import cut
-from amends_toolkit.adapters import Refused, caller_of
+from amends_toolkit.adapters import Refused, ask_client, caller_of, client_can_be_asked
 from amends_toolkit.adapters.mcp_front import SELECTED_SCOPE_KEY
+from amends_toolkit.cli._approvals import GatewayApprovals
 from amends_toolkit.cli._auth import KeyAuthenticator, OpenAuthenticator, expand_key, required_auth
 from amends_toolkit.cli._config import DEFAULT_PROFILE, ConfigError, Presentation, expand_header
 from amends_toolkit.cli._connections import FILES_RESERVED, raise_open_files, timed_protocol
@@ -76,7 +78,8 @@ from amends_toolkit.cli._pinning import SessionPinning
 from amends_toolkit.cli._policy import GlobPolicy
 from amends_toolkit.cli._profiles import profile_of
 from amends_toolkit.cli._sources import build_source
-from amends_toolkit.cli._terminal import approval_question, ask, has_terminal
+from amends_toolkit.cli._telemetry import exporting
+from amends_toolkit.cli._terminal import has_terminal
 from amends_toolkit.presentations import MontyRuntime, code_mode, tool_search
 from amends_toolkit.runtime import (
     ActorRef,
@@ -95,6 +98,7 @@ if TYPE_CHECKING:
     from limits.storage import Storage
     from mcp.server.context import ServerRequestContext
     from mcp.server.session import ServerSession
+    from opentelemetry.context import Context
     from starlette.applications import Starlette
     from starlette.requests import Request
     from starlette.routing import BaseRoute
@@ -123,6 +127,9 @@ MAX_UNNAMED_SHOWN = 10
 """Tools the note of those no pattern names lists (it counts them all; the log lists them all)."""
 MAX_CALLER_SHOWN = 100
 """The most characters of a caller's name (a token's ``sub``) a log line shows."""
+ASKED = "asked"
+"""The outcome and decision, in a call's log line, of a call answered ``input_required``: its
+client asks its person, and sends the call again with the answer (a line of its own)."""
 LIMITED = "refused_limits"
 """The outcome, in a call's log line and the failures metric, of a call refused for its
 profile's ``limits`` (it reached no source)."""
@@ -135,7 +142,12 @@ class _Call:
 
     code: str | None = None
     approved_by: str | None = None
-    """Who approved the call, when it needed approval and was approved (``"terminal"``)."""
+    """Who approved the call, when it needed approval and was approved: ``"client"`` (the
+    client that called, by its elicitation), ``"terminal"``, ``"approver <caller id>"``."""
+    caller: str | None = None
+    """The caller's ``Caller.id`` (none for ``type = "none"``, whose id is an address)."""
+    profile: str = DEFAULT_PROFILE
+    """The profile that serves the caller."""
 
 
 _CALL: contextvars.ContextVar[_Call | None] = contextvars.ContextVar("gateway_call", default=None)
@@ -214,7 +226,7 @@ class Gateway:
         self._in_flight = 0
         self._idle = anyio.Event()
         self._refresh_wanted = anyio.Event()
-        self._ask_lock = anyio.Lock()
+        self.approval = GatewayApprovals(config, terminal=approve_on_terminal)
         self._sandbox: CodeRuntime | None = None
         self._served: dict[str, Signature] = {}
         self._tools = 0
@@ -254,7 +266,16 @@ class Gateway:
                 "metrics_key",
             )
         )
+        approval_key = (
+            None
+            if serve.approval_key is None
+            else expand_key(
+                serve.approval_key, what="[serve] approval_key", path=self.config.path
+            ).encode()
+        )
         async with AsyncExitStack() as stack:
+            # First in, last out: the spans of the last calls are sent after they end.
+            await stack.enter_async_context(exporting(self.config.telemetry))
             host_check = logging.getLogger("mcp.server.transport_security")
             host_check.addFilter(_host_refused)
             stack.callback(host_check.removeFilter, _host_refused)
@@ -262,6 +283,7 @@ class Gateway:
             received = stack.enter_context(
                 anyio.open_signal_receiver(signal.SIGHUP, signal.SIGINT, signal.SIGTERM)
             )
+            await stack.enter_async_context(self.approval.open())
             runtime = await stack.enter_async_context(Runtime())
             for source_config in self.config.sources:
                 built = await build_source(source_config, stack, on_list_changed=self.want_refresh)
@@ -288,8 +310,9 @@ class Gateway:
                 toolkits,
                 name="amends-toolkit",
                 version="0.1.0",
-                approve=self._ask if self.approve_on_terminal else self._refuse,
+                approve=self._approve,
                 select=self._select,
+                approval_key=approval_key,
             )
             self._served = self._signatures(self.front)
             self._tools = len(self._union(self.front))
@@ -448,12 +471,14 @@ class Gateway:
             union,
             failed={name: f"{e.reason}: {e.message}" for name, e in self.failed.items()},
         )
-        if not self.approve_on_terminal and any(
+        if not self.approval.has_approvers() and any(
             t.needs_approval is not False for t in union.tools.values()
         ):
             self.output.note(
-                "calls that need approval will be refused: run with --approve-on-terminal "
-                "to be asked on this terminal"
+                "calls that need approval ask the client that called when it can be asked "
+                "(elicitation), and are refused otherwise: give a profile approvers "
+                "(approval = { approvers = ... }, deciding at /approvals) or run with "
+                "--approve-on-terminal to be asked on this terminal"
             )
 
     async def _signals(self, received: AsyncIterator[int]) -> None:
@@ -652,7 +677,7 @@ class Gateway:
             return tool_search(toolkit)
         if presentation == "code":
             assert self._sandbox is not None
-            return code_mode(toolkit, self._sandbox)
+            return code_mode(toolkit, self._sandbox, approval=self.config.serve.code_approval)
         return toolkit
 
     @staticmethod
@@ -702,7 +727,7 @@ class Gateway:
 
         async def called(
             ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
-        ) -> types.CallToolResult:
+        ) -> types.CallToolResult | types.InputRequiredResult:
             if self._draining:
                 return types.CallToolResult(
                     content=[types.TextContent(text="The gateway is stopping; call again later.")],
@@ -710,6 +735,9 @@ class Gateway:
                 )
             record = _Call()
             token = _CALL.set(record)
+            # A trace the client sent in HTTP headers, not in params._meta (which the SDK's
+            # server continues itself): the call's spans join it.
+            continued = _tracing.attached(_client_trace(ctx))
             self._in_flight += 1
             started = time.perf_counter()
             scope = {} if ctx.request is None else cast("Request", ctx.request).scope
@@ -720,11 +748,19 @@ class Gateway:
             served = params.name in front.toolkits.get(profile, ())
             outcome = "cancelled"
             who = _caller(ctx)
+            record.profile = profile
+            if caller is not None and caller.kind != "none":
+                record.caller = caller.id
             assert self.limits is not None
             try:
                 async with self.limits.admitted(profile, who):
                     with calling_as(who):
-                        result = cast("types.CallToolResult", await call_tool(ctx, params))
+                        answered = await call_tool(ctx, params)
+                if isinstance(answered, types.InputRequiredResult):
+                    # The client is asked (2026-07-28): the call comes again with its answer.
+                    outcome = ASKED
+                    return answered
+                result = cast("types.CallToolResult", answered)
                 if result.is_error and record.code is None:
                     # Not the source's failure nor a refused approval: the toolkit refused the
                     # input before any source saw it.
@@ -745,6 +781,8 @@ class Gateway:
                 raise
             finally:
                 seconds = time.perf_counter() - started
+                trace_id = _tracing.trace_id()
+                _tracing.detached(continued)
                 _CALL.reset(token)
                 self._in_flight -= 1
                 if self._in_flight == 0:
@@ -752,7 +790,7 @@ class Gateway:
                     self._idle = anyio.Event()
                 self.metrics.record(
                     params.name if served else None,
-                    None if outcome == "ok" else outcome,
+                    None if outcome in ("ok", ASKED) else outcome,
                     seconds,
                     profile=profile,
                 )
@@ -768,6 +806,7 @@ class Gateway:
                     era="session"
                     if ctx.protocol_version in HANDSHAKE_PROTOCOL_VERSIONS
                     else "stateless",
+                    trace_id=trace_id,
                     **_audited(caller),
                 )
 
@@ -779,20 +818,49 @@ class Gateway:
             ListenHandler(self._bus),
         )
 
-    async def _refuse(self, name: str, input: JsonObject) -> bool:
-        _note_code("ApprovalRequired")
-        raise ApprovalRequired("no approver: the gateway runs without --approve-on-terminal")
+    async def _approve(self, name: str, input: JsonObject) -> bool:
+        """Ask for a call's approval as its profile's ``approval`` says (see
+        ``cli/_approvals.py``); the call's record learns who approved it, or why not.
 
-    async def _ask(self, name: str, input: JsonObject) -> bool:
-        async with self._ask_lock:  # one question at a time
-            answer = await ask(approval_question(name, input))
-        if not answer:
-            _note_code("ApprovalDenied")
-        else:
-            record = _CALL.get()
-            if record is not None:
-                record.approved_by = "terminal"
-        return answer
+        Raises:
+            ApprovalRequired: nobody could be asked.
+            ApprovalTimedOut: nobody decided in time.
+        """
+        record = _CALL.get() or _Call()
+        rule = self.approval.rule(record.profile)
+        try:
+            if rule.by != "approvers" and client_can_be_asked():
+                approved, by = await ask_client(name, input), "client"
+            elif rule.by == "caller":
+                raise ApprovalRequired("by = caller, and the client declared no elicitation")
+            elif not self.approval.can_ask(record.profile):
+                raise ApprovalRequired(
+                    f"profile {record.profile!r} has no approvers and the client cannot be "
+                    "asked; there is no --approve-on-terminal"
+                )
+            else:
+                decided = await self.approval.approvals.request(
+                    name,
+                    input,
+                    caller=record.caller,
+                    profile=record.profile,
+                    source=self._source_of(record.profile, name),
+                    deadline=time.time() + rule.timeout,
+                )
+                approved, by = decided.approved is True, decided.decided_by or "approver"
+        except NoApproval as undecided:
+            _note_code(undecided.code)
+            raise
+        return _approved(approved, by=by)
+
+    def _source_of(self, profile: str, name: str) -> str | None:
+        """The source a tool of ``profile`` reaches, if it reaches one."""
+        assert self.front is not None
+        toolkit = self.front.toolkits.get(profile)
+        try:
+            return None if toolkit is None else toolkit.source_tool(name)[0]
+        except KeyError:
+            return None  # a tool of a presentation (code mode's execute): no one source
 
     # HTTP.
 
@@ -839,7 +907,13 @@ class Gateway:
                 self.metrics.exposition(), media_type="text/plain; version=0.0.4; charset=utf-8"
             )
 
-        app.router.routes.extend([Route("/healthz", healthz), Route("/metrics", metrics)])
+        app.router.routes.extend(
+            [
+                Route("/healthz", healthz),
+                Route("/metrics", metrics),
+                *self.approval.routes(authenticator),
+            ]
+        )
         return app
 
     def _unready(self) -> str | None:
@@ -948,6 +1022,14 @@ def _caller(ctx: ServerRequestContext[Any]) -> str | None:
     return None if request.client is None else "address " + request.client.host
 
 
+def _client_trace(ctx: ServerRequestContext[Any]) -> Context | None:
+    """The trace context of a call's HTTP request, when its ``params._meta`` has none."""
+    if ctx.meta is not None and ctx.meta.get("traceparent") is not None:
+        return None
+    request = ctx.request
+    return None if request is None else _tracing.extracted(cast("Request", request).headers)
+
+
 def _health(error: ToolSourceError) -> str:
     """What ``/healthz`` says of a source that failed: its reason and the reason's own words.
 
@@ -1000,11 +1082,12 @@ def _listen(host: str, port: int) -> socket.socket:
 def _decision(outcome: str, record: _Call) -> str:
     """What the audit line says was decided of a call: ``allowed``, ``approved by <whom>``,
     ``denied`` (a person did not approve it), ``unapproved`` (nobody could be asked, or nobody
-    decided in time), ``blocked`` (no tool of that name is
+    decided in time), ``asked`` (its client asks its person, in 2026-07-28, and sends the call
+    again), ``blocked`` (no tool of that name is
     served to the caller: blocked by its policy, outside its profile, or unknown), or
     ``refused_limits`` (its profile's limits); how it then went is its outcome."""
-    if outcome == LIMITED:
-        return LIMITED
+    if outcome in (LIMITED, ASKED):
+        return outcome
     if outcome == "NotFoundError" and record.code is None:
         return "blocked"
     if record.code == "ApprovalDenied":
@@ -1014,6 +1097,17 @@ def _decision(outcome: str, record: _Call) -> str:
     if record.approved_by is not None:
         return f"approved by {record.approved_by}"
     return "allowed"
+
+
+def _approved(answer: bool, *, by: str) -> bool:
+    """A person's decision, noted for the call's audit line: approved ``by`` whom, or denied."""
+    if not answer:
+        _note_code("ApprovalDenied")
+    else:
+        record = _CALL.get()
+        if record is not None:
+            record.approved_by = by
+    return answer
 
 
 def _note_code(code: str) -> None:

@@ -93,7 +93,8 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--approve-on-terminal",
         action="store_true",
-        help="ask on this terminal before a call that needs approval (else it is refused)",
+        help="make this terminal an approver: each pending approval (a call whose client"
+        " cannot be asked) is asked here, one at a time",
     )
     serve.add_argument("--port", type=int, help="listen on this port, whatever the config says")
     serve.add_argument(

@@ -127,6 +127,7 @@ async def build_source(
             base_url=config.base_url,
             operations=read.operations,
             client=client,
+            propagate_trace=config.propagate_trace,
             **timed,
         ),
         skipped=read.skipped,

@@ -1,62 +1,37 @@
 """The gateway's questions to a person on its terminal (``serve --approve-on-terminal``).
 
-What a question shows comes from the model (a tool's input), so it is made safe to read first
-(:func:`shown`): a control or format character cannot move the cursor, clear the screen, hide
-text or turn it around, and a long input cannot scroll the question away.
+The terminal is an approver of out-of-band approvals (``cli/_approvals.py``): each pending
+approval is asked here, one at a time. What a question shows comes from the model (a tool's
+input), so it is made safe to read first (:func:`~amends_toolkit._peer.shown`, as a pending
+approval keeps it): a control or format character cannot move the cursor, clear the screen,
+hide text or turn it around, and a long input cannot scroll the question away.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import sys
 import termios
-import unicodedata
-from typing import TYPE_CHECKING
 
 import anyio
 
-if TYPE_CHECKING:
-    from amends_toolkit._json import JsonObject
+from amends_toolkit._peer import MAX_SHOWN, shown
 
 __all__ = ("MAX_SHOWN", "approval_question", "ask", "has_terminal", "shown")
 
-MAX_SHOWN = 4_000
-"""The most characters of a question's tool and input a person is shown; the rest is cut, and
-the question says how many characters were cut."""
 MAX_ANSWER = 64
 """The most bytes of a person's answer kept; a longer line is no answer (refused)."""
+MAX_TOOL_SHOWN = 200
+"""The most characters of a tool's name a question shows."""
 TERMINAL = "/dev/tty"
 """The process's controlling terminal, where :func:`ask` asks."""
 
-# Controls (C0, DEL, C1), format characters (bidi embeddings, overrides and isolates, zero-width
-# characters, the BOM, tags), line and paragraph separators, surrogates, private use, unassigned.
-_HIDDEN = frozenset(("Cc", "Cf", "Zl", "Zp", "Cs", "Co", "Cn"))
 
-
-def shown(text: str, *, limit: int = MAX_SHOWN) -> str:
-    """``text`` as a terminal may show it: every character that is not plainly visible text
-    written as its escape (``\\x1b``, ``\\u202e``, ``\\U000e0041``), at most ``limit``
-    characters of it, then how many more there were."""
-    kept = "".join(_escape(c) if unicodedata.category(c) in _HIDDEN else c for c in text[:limit])
-    if len(text) > limit:
-        kept += f"... ({len(text) - limit:,} more characters not shown)"
-    return kept
-
-
-def _escape(character: str) -> str:
-    point = ord(character)
-    if point < 0x100:
-        return f"\\x{point:02x}"
-    if point < 0x10000:
-        return f"\\u{point:04x}"
-    return f"\\U{point:08x}"
-
-
-def approval_question(name: str, input: JsonObject) -> str:
-    """The question about one call: its tool and its input, shown safe."""
-    return f"Approve {shown(f'{name} {json.dumps(input, ensure_ascii=False)}')}? [y/N] "
+def approval_question(tool: str, input_shown: str) -> str:
+    """The question about one call: its tool, shown safe, and its input as a pending approval
+    keeps it (already shown safe and cut: ``PendingApproval.input_shown``)."""
+    return f"Approve {shown(tool, limit=MAX_TOOL_SHOWN)} {input_shown}? [y/N] "
 
 
 def has_terminal(terminal: str = TERMINAL) -> bool:
@@ -70,19 +45,21 @@ def has_terminal(terminal: str = TERMINAL) -> bool:
     return True
 
 
-async def ask(question: str, *, terminal: str = TERMINAL) -> bool:
-    """Ask ``question`` on the terminal; ``True`` once a person answers ``y`` or ``yes``.
+async def ask(question: str, *, terminal: str = TERMINAL) -> bool | None:
+    """Ask ``question`` on the terminal; ``True`` once a person answers ``y`` or ``yes``,
+    ``False`` for any other answer, ``None`` when nobody could answer (no terminal, or it
+    hung up): then no person decided.
 
     What was typed before the question answers nothing (it is discarded). With no terminal,
-    the question is written to stderr and refused. Cancelling the call withdraws the question,
-    saying so on the terminal.
+    the question is written to stderr, saying nobody was asked. Cancelling the call withdraws
+    the question, saying so on the terminal.
     """
     try:
         # O_NONBLOCK is the new open file's own: the process's stdin and stdout keep theirs.
         descriptor = os.open(terminal, os.O_RDWR | os.O_NOCTTY | os.O_NONBLOCK)
     except OSError:
-        sys.stderr.write(question + "(no terminal: refused)\n")
-        return False
+        sys.stderr.write(question + "(no terminal: not asked)\n")
+        return None
     try:
         with contextlib.suppress(termios.error):
             termios.tcflush(descriptor, termios.TCIFLUSH)
@@ -94,9 +71,12 @@ async def ask(question: str, *, terminal: str = TERMINAL) -> bool:
                 os.write(descriptor, b"\n(withdrawn: the call ended)\n")
             raise
     except OSError:
-        return False  # the terminal went away (hung up): nobody approved
+        return None  # the terminal went away (hung up): nobody decided
     finally:
         os.close(descriptor)
+    if answer is None:
+        # The input ended: a person's Ctrl-D (no), or the terminal hung up (nobody decided).
+        return False if has_terminal(terminal) else None
     return answer.strip().lower() in (b"y", b"yes")
 
 
@@ -109,8 +89,9 @@ async def _write(descriptor: int, data: bytes) -> None:
             await anyio.wait_writable(descriptor)
 
 
-async def _read_line(descriptor: int) -> bytes:
-    """The line a person types; empty if it is longer than ``MAX_ANSWER`` or ends unfinished."""
+async def _read_line(descriptor: int) -> bytes | None:
+    """The line a person types; empty if it is longer than ``MAX_ANSWER``; ``None`` if the
+    input ends before the line does."""
     line, length = b"", 0
     while True:
         try:
@@ -123,4 +104,4 @@ async def _read_line(descriptor: int) -> bytes:
         if b"\n" in chunk:
             return line if length <= MAX_ANSWER else b""
         if not chunk:
-            return b""
+            return None

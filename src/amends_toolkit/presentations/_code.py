@@ -8,7 +8,6 @@ runs the code is a :class:`~amends_toolkit.presentations._runtimes.CodeRuntime`.
 from __future__ import annotations
 
 import json
-import math
 import sys
 from typing import TYPE_CHECKING, Literal, TypeAlias
 
@@ -16,6 +15,7 @@ import anyio
 
 from amends_toolkit._errors import Failure, NoApproval, UnknownError
 from amends_toolkit._log import get_logger
+from amends_toolkit._options import check_counts, check_seconds
 from amends_toolkit.presentations._declarations import declare
 from amends_toolkit.presentations._runtimes import (
     MAX_CODE_LENGTH,
@@ -121,17 +121,12 @@ def code_mode(
             neither mode; or ``type_check`` asked of a runtime other than :class:`MontyRuntime`.
         NameClash: A tool that needs approval is named ``execute`` (``"split"``).
     """
-    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout > 0:
-        raise ValueError(f"timeout must be a positive number of seconds, not {timeout!r}")
-    if not math.isfinite(timeout):
-        raise ValueError(f"timeout must be finite, not {timeout!r}")
-    for option, value in (
-        ("max_result_length", max_result_length),
-        ("max_log_length", max_log_length),
-        ("max_code_length", max_code_length),
-    ):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"{option} must be a positive whole number, not {value!r}")
+    check_seconds(timeout=timeout)
+    check_counts(
+        max_result_length=max_result_length,
+        max_log_length=max_log_length,
+        max_code_length=max_code_length,
+    )
     if approval not in ("split", "ask"):
         raise ValueError(f'approval must be "split" or "ask", not {approval!r}')
     if type_check and not isinstance(runtime, MontyRuntime):

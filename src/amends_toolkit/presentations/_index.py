@@ -48,15 +48,9 @@ How a query is read:
 - A tool that scores nothing does not match. Ties keep catalog order. A query with no words
   lists the tools in catalog order, all of them matching.
 
-How a search stays fast however common its words (the one trick, a bit-sliced index): a word's
-scores are also kept in whole units (1/4095 of the best score of the index) as bit planes, big
-integers of one bit per tool, plane ``j`` holding bit ``j`` of every tool's score. Adding two
-words' scores for every tool at once is then a ripple-carry adder over the planes, a few dozen
-operations on big integers, which Python runs in C; reading the sum's planes from the highest
-bit down finds the ``limit``-th best sum, and the tools near it, the same way. Rounding costs
-less than a unit per word, so only the tools within that of the ``limit``-th best are scored
-again, exactly: a handful. The answer is the one scoring every tool would give, at a cost that
-hardly grows with how many tools a word has.
+A search scores only the tools its words find (their postings), each word's scores added in
+query order; the ``limit`` best are then taken with a heap. Its work is linear in the query's
+words and the tools they find.
 """
 
 from __future__ import annotations
@@ -124,7 +118,6 @@ _B_NAME = 0.3
 _B_TEXT = 0.75
 _MIN_PREFIX = 3
 _CHARACTERS_PER_WORD = 16
-_BITS = 12
 # At most about so many bytes in the cache of query words' postings, and what a tool's score
 # costs there (a dict's entry and a float, measured with tracemalloc: about 45).
 _CACHE_BYTES = 16 * 2**20
@@ -221,9 +214,7 @@ COMMON_WORDS = frozenset(
     ]
 )
 """Words left out of a query that has others: they say nothing of what a tool does."""
-_ONE = re.compile("1")
 # for each bit of a byte, the table that reads a byte as "1" when it has that bit, else "0"
-_BIT_OF_BYTE = [bytes(b"01"[byte >> bit & 1] for byte in range(256)) for bit in range(8)]
 _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+|[^\W\d_]+")
 _DOUBLE = re.compile(r"([b-df-hj-knp-rtv-y])\1$")
 
@@ -307,8 +298,7 @@ class SearchIndex:
         prefix_factor: float = PREFIX_FACTOR,
         related_factor: float = RELATED_FACTOR,
     ) -> None:
-        # A form scoring more than the word itself would also pass the best score of the index,
-        # which the bit planes' units are cut to.
+        # A form scoring more than the word itself would outrank it.
         for option, factor in (
             ("prefix_factor", prefix_factor),
             ("related_factor", related_factor),
@@ -356,12 +346,8 @@ class SearchIndex:
             self._postings[term] = {
                 doc: idf * tf * (_K1 + 1) / (tf + _K1) for doc, tf in row.items()
             }
-        # The unit of the scores' bit planes: no word, nor any other form of it, scores a tool
-        # more than the best score of the index.
-        best = max((max(row.values()) for row in self._postings.values()), default=1.0)
-        self._unit = best / (2**_BITS - 1)
         self._kinds = {
-            kind: _Term(self._postings.pop(f"~{kind}"), self._size, self._unit, finds=False)
+            kind: _Term(self._postings.pop(f"~{kind}"), finds=False)
             for kind in dict.fromkeys(INTENTS.values())
             if f"~{kind}" in self._postings
         }
@@ -389,26 +375,12 @@ class SearchIndex:
         rows = self.terms(query)
         if not rows:
             return Hits(positions=tuple(range(min(limit, self._size))), matched=self._size)
-        matching = 0
+        matching: set[int] = set()
         for row in rows:
             if row.finds:
-                matching |= row.mask
-        matched = matching.bit_count()
-        candidates = self._candidates(rows, limit, matching) if matched > limit else matching
-        best = heapq.nsmallest(limit, _scored(rows, _positions(candidates)))
-        return Hits(positions=tuple(doc for _, doc in best), matched=matched)
-
-    @staticmethod
-    def _candidates(rows: list[_Term], limit: int, matching: int) -> int:
-        """The tools of ``matching`` that may be among the ``limit`` best, as bits: every
-        tool's score in whole units, summed over the words at once, then the tools within a
-        unit a word of the limit-th best sum (rounding down costs less than that), and one
-        unit more for the rounding of the division."""
-        total = rows[0].planes
-        for row in rows[1:]:
-            total = _add(total, row.planes)
-        least = _nth_largest(total, limit, matching) - len(rows) - 1
-        return _at_least(total, least, matching)
+                matching.update(row.scores)
+        best = heapq.nsmallest(limit, _scored(rows, list(matching)))
+        return Hits(positions=tuple(doc for _, doc in best), matched=len(matching))
 
     def terms(self, query: str) -> list[_Term]:
         """The postings of each word of ``query``, with the other forms it scores for, then
@@ -451,7 +423,7 @@ class SearchIndex:
                 weighted = factor * score
                 if weighted > merged.get(doc, 0.0):
                     merged[doc] = weighted
-        expanded = _Term(merged, self._size, self._unit)
+        expanded = _Term(merged)
         if self._cached + expanded.nbytes >= _CACHE_BYTES:
             self._expanded.clear()
             self._cached = 0
@@ -473,97 +445,20 @@ class SearchIndex:
 
 
 class _Term:
-    """A query word's postings: its score for each tool; the tools as the bits of one int; and
-    its scores in whole units as bit planes, ``planes[j]`` holding bit ``j`` of every tool's."""
+    """A query word's postings: its score for each tool that has it (or one of its forms)."""
 
-    __slots__ = ("finds", "mask", "nbytes", "planes", "scores")
+    __slots__ = ("finds", "nbytes", "scores")
 
-    def __init__(
-        self, scores: dict[int, float], size: int, unit: float, *, finds: bool = True
-    ) -> None:
+    def __init__(self, scores: dict[int, float], *, finds: bool = True) -> None:
         self.scores = scores
         self.finds = finds
-        # One pass over the tools in Python: each score in whole units (below 2**_BITS, two
-        # bytes), and a "1" for each tool it has; each plane is then read out in C (a byte
-        # table to "0" and "1", then base 2).
-        low, high, has = bytearray(size), bytearray(size), bytearray(b"0") * size
-        most = 0
-        for doc, score in scores.items():
-            value = int(score / unit)
-            low[doc] = value & 255
-            high[doc] = value >> 8
-            has[doc] = 49  # "1"
-            most |= value
-        self.mask = _bits(has)
-        self.planes = [
-            _bits((low if bit < 8 else high).translate(_BIT_OF_BYTE[bit % 8]))
-            for bit in range(most.bit_length())
-        ]
-        # about how many bytes it holds, a little more: its bits, a score a tool, the objects
-        bits = self.mask.bit_length() + sum(map(int.bit_length, self.planes))
-        self.nbytes = bits // 8 + _POSTING_BYTES * len(scores) + 512
-
-
-def _bits(digits: bytearray) -> int:
-    """The int whose bit ``i`` is ``digits[i]``, a "0" or a "1" (base 2 reads in C, in linear
-    time)."""
-    return int(digits[::-1] or b"0", 2)
-
-
-def _positions(mask: int) -> list[int]:
-    """The tools whose bits ``mask`` sets, in catalog order."""
-    return [found.start() for found in _ONE.finditer(bin(mask)[:1:-1])]
-
-
-def _add(left: list[int], right: list[int]) -> list[int]:
-    """Bit planes that add up, tool by tool, those of ``left`` and ``right`` (a ripple-carry
-    adder over every tool at once)."""
-    total = []
-    carry = 0
-    for bit in range(max(len(left), len(right))):
-        one = left[bit] if bit < len(left) else 0
-        other = right[bit] if bit < len(right) else 0
-        either = one ^ other
-        total.append(either ^ carry)
-        carry = (one & other) | (carry & either)
-    # A plane only for a carry that is there: the sum of n words then has at most log2(n)
-    # planes more than a word's, and adding them all is linear in n.
-    return [*total, carry] if carry else total
-
-
-def _nth_largest(planes: list[int], n: int, among: int) -> int:
-    """The ``n``-th largest value of the tools of ``among``, read from the highest bit down."""
-    value = 0
-    for bit in range(len(planes) - 1, -1, -1):
-        high = among & planes[bit]
-        count = high.bit_count()
-        if count >= n:
-            among = high
-            value |= 1 << bit
-        else:
-            n -= count
-            among &= ~planes[bit]
-    return value
-
-
-def _at_least(planes: list[int], least: int, among: int) -> int:
-    """The tools of ``among`` whose value is ``least`` or more, compared from the highest bit."""
-    if least <= 0:
-        return among
-    above = 0
-    equal = among
-    for bit in range(len(planes) - 1, -1, -1):
-        if least >> bit & 1:
-            equal &= planes[bit]
-        else:
-            above |= equal & planes[bit]
-            equal &= ~planes[bit]
-    return above | equal
+        self.nbytes = _POSTING_BYTES * len(scores) + 512
+        """About how many bytes it holds, a little more."""
 
 
 def _scored(rows: list[_Term], docs: list[int]) -> Iterator[tuple[float, int]]:
     """``(-score, position)`` of each tool, scored by every word in query order (in C-level
-    passes: the same sums a plain index makes)."""
+    passes over the tools)."""
     scores = [0.0] * len(docs)
     for row in rows:
         scores = list(map(add, scores, map(row.scores.get, docs, repeat(0.0))))

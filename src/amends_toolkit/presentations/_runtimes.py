@@ -33,6 +33,7 @@ import attrs
 from amends_toolkit._extras import missing_extra
 from amends_toolkit._json import JsonObject, JsonValue
 from amends_toolkit._log import get_logger
+from amends_toolkit._options import check_counts
 from amends_toolkit.presentations._declarations import identifier
 
 if TYPE_CHECKING:
@@ -531,9 +532,7 @@ class MontyRuntime:
     ) -> None:
         if max_processes is None:
             max_processes = default_processes()
-        for option, value in (("max_processes", max_processes), ("max_calls", max_calls)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{option} must be a positive whole number, not {value!r}")
+        check_counts(max_processes=max_processes, max_calls=max_calls)
         self._max_memory = max_memory
         self.max_processes = max_processes
         self.max_calls = max_calls

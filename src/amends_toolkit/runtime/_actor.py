@@ -37,9 +37,10 @@ import anyio
 from amends_toolkit._errors import ToolSourceError, UnavailableError, UnknownError
 from amends_toolkit._log import get_logger
 from amends_toolkit._progress import listening
+from amends_toolkit.runtime._deadlines import timed_out
 from amends_toolkit.runtime._mailbox import Slots
 from amends_toolkit.runtime._messages import Call
-from amends_toolkit.runtime._ref import TIMED_OUT, ActorState, ActorStatistics
+from amends_toolkit.runtime._ref import ActorState, ActorStatistics
 from amends_toolkit.runtime._scopes import scopes
 from amends_toolkit.runtime._source import has_lifespan
 
@@ -335,8 +336,7 @@ class Actor:
         gave it was (its deadline, its caller leaving, a stop, or for an inline call the
         incarnation's end); else the incarnation's end cancelled the worker running it."""
         if cancelled and life.open and not (self._stopping or request.abandoned):
-            _log.warning("call.timed_out", source=self.name, tool=request.what)
-            request.fail(UnavailableError(source=self.name, message=TIMED_OUT))
+            request.fail(timed_out(self.name, request.what, "call_timeout"))
         elif self._stopping or (cancelled and life.open):
             # Stopped, or its caller left (and reads nothing).
             request.fail(UnavailableError(source=self.name, message=_STOPPED_WHILE))

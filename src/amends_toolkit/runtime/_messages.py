@@ -21,8 +21,6 @@ from typing import TYPE_CHECKING, Protocol
 import anyio
 import sniffio
 
-from amends_toolkit.runtime._source import call_checked
-
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Generator
 
@@ -30,6 +28,7 @@ if TYPE_CHECKING:
     from amends_toolkit._errors import ToolSourceError
     from amends_toolkit._json import JsonObject
     from amends_toolkit._progress import OnProgress
+    from amends_toolkit._tracing import Carried
     from amends_toolkit.runtime._source import ToolSource
 
 __all__ = ("Call", "Discover", "Request", "Waiter", "waiters")
@@ -189,11 +188,12 @@ class Call(Request):
 
     ``progress`` is who listens to the call's progress (the caller's
     :func:`amends_toolkit._progress.listener`), carried across the mailbox to the worker;
-    ``checked``: its caller checked the input already (see
-    :func:`amends_toolkit.runtime._source.call_checked`).
+    ``trace``: the caller's trace context when its call is traced
+    (:func:`amends_toolkit._tracing.carried`), so that the source's span is a child of the
+    caller's in whichever task runs it.
     """
 
-    __slots__ = ("checked", "input", "progress", "tool")
+    __slots__ = ("input", "progress", "tool", "trace")
 
     def __init__(
         self,
@@ -201,7 +201,7 @@ class Call(Request):
         input: JsonObject,
         deadline: float = math.inf,
         progress: OnProgress | None = None,
-        checked: bool = False,
+        trace: Carried | None = None,
     ) -> None:
         # Positional too, and Request's own __init__ without super(): every call of an actor
         # makes one, a class called with keywords builds a dict of them, super() an object.
@@ -209,16 +209,17 @@ class Call(Request):
         self.tool = tool
         self.input = input
         self.progress = progress
-        self.checked = checked
+        self.trace = trace
 
     @property
     def what(self) -> str:
         return self.tool
 
     def run(self, source: ToolSource) -> Awaitable[object]:
-        if self.checked:
-            return call_checked(source, self.tool, self.input)
-        return source.call(self.tool, self.input)
+        call = source.call(self.tool, self.input)
+        if self.trace is not None:
+            return self.trace.run(source.name, self.tool, call)
+        return call
 
 
 async def _listed(source: ToolSource) -> list[ToolDefinition]:

@@ -18,6 +18,8 @@ import attrs
 from amends_toolkit._errors import UnavailableError
 from amends_toolkit._log import get_logger
 from amends_toolkit._progress import listener
+from amends_toolkit._tracing import carried
+from amends_toolkit.runtime._deadlines import timed_out
 from amends_toolkit.runtime._messages import Call, Discover
 
 if TYPE_CHECKING:
@@ -28,12 +30,9 @@ if TYPE_CHECKING:
     from amends_toolkit.runtime._mailbox import Mailbox, Shares
     from amends_toolkit.runtime._messages import Request, Waiter
 
-__all__ = ("TIMED_OUT", "ActorRef", "ActorState", "ActorStatistics", "calling_as")
+__all__ = ("ActorRef", "ActorState", "ActorStatistics", "calling_as")
 
 _log = get_logger(__name__)
-
-TIMED_OUT = "the source did not answer in time"
-"""What a call past its deadline is answered (``UnavailableError``'s words)."""
 
 ActorState = Literal["starting", "running", "restarting", "stopped", "failed"]
 
@@ -152,19 +151,8 @@ class ActorRef:
         task) lets a ``BaseException`` that is no cancellation (``KeyboardInterrupt``,
         ``SystemExit``) reach the caller, as the source raised it.
         """
-        request = Call(tool, input, self._deadline(), listener())
+        request = Call(tool, input, self._deadline(), listener(), carried())
         return cast("JsonValue", await self._ask(request))
-
-    def call_checked(self, tool: str, input: JsonObject) -> Awaitable[JsonValue]:
-        """:meth:`call` for an input checked already, as a toolkit does before every call:
-        the source's ``call_checked`` when it has one (see :class:`~amends_toolkit.ToolSource`).
-
-        Not a coroutine itself, as :meth:`_ask`: every call of a toolkit over an actor comes
-        here, and a call in flight holds one frame less (each of its wake-ups passes one less).
-        """
-        # No cast(): a Python call, and every call comes here.
-        request = Call(tool, input, self._deadline(), listener(), True)
-        return self._ask(request)  # type: ignore[return-value]
 
     def statistics(self) -> ActorStatistics:
         """Queued and running requests, restarts so far, and the actor's state."""
@@ -196,8 +184,7 @@ class ActorRef:
                 await shares.take(caller)
             if waited.cancelled_caught:
                 # Its deadline passed while its caller's share was taken: it never runs.
-                _log.warning("call.timed_out", source=self._name, tool=request.what)
-                raise UnavailableError(source=self._name, message=TIMED_OUT)
+                raise timed_out(self._name, request.what, "call_timeout", self._call_timeout)
         try:
             here = None if self._inline is None else self._inline(request)
             return await (self._sent(request) if here is None else here)
@@ -218,8 +205,7 @@ class ActorRef:
                 # Its deadline passed before it ran (waiting to be put, or in the mailbox for a
                 # worker with a slot): it never runs, and its caller hears so now.
                 request.abandon()
-                _log.warning("call.timed_out", source=self._name, tool=request.what)
-                raise UnavailableError(source=self._name, message=TIMED_OUT)
+                raise timed_out(self._name, request.what, "call_timeout", self._call_timeout)
             # It runs: its worker cancels it at this same deadline; a source that ignores
             # cancellation is waited for ``grace`` more, and so is the cause of a crash that cut
             # it (its incarnation leaving its source's lifespan).

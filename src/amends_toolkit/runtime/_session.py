@@ -7,12 +7,12 @@ result the model reads, and the host sees the error behind one through ``on_erro
 
 from __future__ import annotations
 
-import math
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, TypeAlias
 
 import anyio
 
+from amends_toolkit._options import check_optional_seconds
 from amends_toolkit._progress import Progress, listener, listening
 from amends_toolkit.runtime._scopes import scopes
 from amends_toolkit.runtime._toolkit import (
@@ -70,8 +70,7 @@ class Session:
         timeout: float | None = None,
         on_progress: OnProgress | None = None,
     ) -> None:
-        if timeout is not None and not (timeout > 0 and math.isfinite(timeout)):
-            raise ValueError(f"timeout must be a positive number of seconds or None, not {timeout}")
+        check_optional_seconds(timeout=timeout)
         self._toolkit = toolkit
         self._options = CallOptions(
             approve=approve, timeout=timeout, on_error=on_error, asks_a_person=True

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import weakref
 from typing import TYPE_CHECKING, Protocol, TypeGuard, runtime_checkable
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Sequence
+    from collections.abc import Sequence
     from contextlib import AbstractAsyncContextManager
 
     from amends_toolkit._definitions import ToolDefinition
@@ -16,7 +15,6 @@ __all__ = (
     "Lifespan",
     "NormalExit",
     "ToolSource",
-    "call_checked",
     "has_lifespan",
     "honours_cancellation",
     "is_source",
@@ -35,13 +33,6 @@ class ToolSource(Protocol):
     actor then runs a call in its caller's own task when it has room (``Runtime.spawn``'s
     ``inline``), since no call of it can hold a caller past its deadline. Every built-in source
     declares it; a source without it is served by the actor's workers.
-
-    A source that checks each input itself before sending it (that it is JSON a peer may be sent,
-    nested at most so deep) may also define ``call_checked(tool, input)``: the same call, for an
-    input its caller has held to that already, as a toolkit does before every call (see
-    :func:`call_checked`). It skips its own walk, unless its own limit of depth is smaller than
-    the toolkit's. A direct ``call`` always checks. A subclass that overrides ``call`` and not
-    ``call_checked`` is called through its ``call``.
     """
 
     @property
@@ -90,59 +81,6 @@ def is_source(value: object) -> TypeGuard[ToolSource]:
         and callable(getattr(value, "discover", None))
         and callable(getattr(value, "call", None))
     )
-
-
-def call_checked(source: ToolSource, tool: str, input: JsonObject) -> Awaitable[JsonValue]:
-    """``source.call(tool, input)`` for an input its caller has checked already: through the
-    source's ``call_checked`` when it has one (see :class:`ToolSource`).
-
-    Checked means what :class:`~amends_toolkit.runtime.InputValidator` holds every input to
-    before its schema: :func:`amends_toolkit._json.input_refusal` at the default depth
-    (:data:`amends_toolkit._json.MAX_DEPTH`) found nothing.
-    """
-    kind = type(source)
-    pairs = _PAIRED.get(id(kind))
-    if pairs is None:
-        pairs = _paired(kind)
-    if pairs:
-        # No cast(): a Python call, and every call of a toolkit's source comes here.
-        return source.call_checked(tool, input)  # type: ignore[attr-defined,no-any-return]
-    return source.call(tool, input)
-
-
-_PAIRED: dict[int, bool] = {}
-"""Per class of source, by its id, whether :func:`call_checked` may take its ``call_checked``.
-Weakly: a host may make a class per source, which must not live on for being called once; a
-class's entry goes as the class goes (before its id can be another's). Not a
-``WeakKeyDictionary``, whose lookup is Python code that makes a weak reference each time: every
-call of a toolkit's source comes here, over an actor twice."""
-_HELD: dict[int, weakref.ref[type]] = {}
-"""The weak reference of each class in :data:`_PAIRED`, whose callback forgets it."""
-
-
-def _paired(kind: type) -> bool:
-    key = id(kind)
-
-    def forget(_: weakref.ref[type]) -> None:
-        _PAIRED.pop(key, None)
-        _HELD.pop(key, None)
-
-    _HELD[key] = weakref.ref(kind, forget)
-    pairs = _PAIRED[key] = _pairs(kind)
-    return pairs
-
-
-def _pairs(kind: type) -> bool:
-    """Whether ``kind``'s ``call_checked`` goes with the ``call`` it has: no class of its MRO
-    overrides ``call`` below the one that defines ``call_checked``. A subclass that overrides
-    only ``call`` (a host's, to count or log its calls) is reached through that ``call``."""
-    for klass in kind.__mro__:
-        if "call_checked" in vars(klass):
-            # ``None`` says there is none, as ``getattr`` read it before
-            return vars(klass)["call_checked"] is not None
-        if "call" in vars(klass):
-            return False
-    return False
 
 
 def has_lifespan(source: ToolSource) -> TypeGuard[Lifespan]:

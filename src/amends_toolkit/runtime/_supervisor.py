@@ -66,6 +66,7 @@ import attrs
 import sniffio
 
 from amends_toolkit._log import get_logger
+from amends_toolkit._options import check_optional_seconds, check_seconds
 from amends_toolkit.runtime._actor import Actor, described
 from amends_toolkit.runtime._mailbox import Mailbox, Shares
 from amends_toolkit.runtime._messages import waiters
@@ -158,8 +159,7 @@ class Runtime:
     """
 
     def __init__(self, *, grace: float = 5.0, on_give_up: GiveUp | None = None) -> None:
-        if not (grace > 0 and math.isfinite(grace)):
-            raise ValueError(f"grace must be a positive number of seconds, not {grace!r}")
+        check_seconds(grace=grace)
         self._grace = grace
         self._on_give_up = on_give_up
         self._children: dict[ActorRef, _Child] = {}
@@ -253,8 +253,7 @@ class Runtime:
             raise TypeError("mailbox_size must be an int")
         if max_concurrency < 1 or mailbox_size < 0:
             raise ValueError("spawn needs max_concurrency >= 1 and mailbox_size >= 0")
-        if call_timeout is not None and not (call_timeout > 0 and math.isfinite(call_timeout)):
-            raise ValueError("call_timeout must be positive, or None for no timeout")
+        check_optional_seconds(call_timeout=call_timeout)
         if not isinstance(restart, Restart):
             raise TypeError(f"restart must be an at.Restart, not {restart!r}")
         if max_per_caller is not None and (

@@ -44,14 +44,23 @@ import contextlib
 import functools
 import inspect
 import math
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import (
+    Awaitable,
+    Callable,
+    Coroutine,
+    Iterable,
+    Iterator,
+    Mapping,
+    Sequence,
+)
 from contextvars import ContextVar
 from types import MappingProxyType
-from typing import Final, TypeAlias, cast
+from typing import TYPE_CHECKING, Final, TypeAlias, cast
 
 import anyio
 import attrs
 
+from amends_toolkit import _tracing
 from amends_toolkit._definitions import Annotations, ToolDefinition
 from amends_toolkit._errors import (
     ApprovalRequired,
@@ -60,13 +69,16 @@ from amends_toolkit._errors import (
     NoApproval,
     NotFoundError,
     ToolSourceError,
-    UnavailableError,
     UnknownError,
 )
 from amends_toolkit._json import JsonInput, JsonObject, JsonValue
 from amends_toolkit._log import get_logger
-from amends_toolkit.runtime._source import ToolSource, call_checked
+from amends_toolkit.runtime._deadlines import timed_out
+from amends_toolkit.runtime._source import ToolSource
 from amends_toolkit.runtime._validation import InputValidator, validator_for
+
+if TYPE_CHECKING:
+    from opentelemetry.trace import Tracer
 
 __all__ = (
     "DENIED",
@@ -240,8 +252,7 @@ class ToolEntry:
             return self._handler(input)
         if self._source is None or self.route is None:
             raise TypeError(f"the entry of {self.tool.name!r} has no handler, nor a routed source")
-        # Checked by check() (run_tool's), so the source need not walk it again.
-        return call_checked(self._source, self.route[1], input)
+        return self._source.call(self.route[1], input)
 
     def check(self, input: JsonValue) -> str | None:
         """``None`` when the input may go to the handler, else what is wrong, for the model."""
@@ -513,18 +524,51 @@ _NOBODY_ASKED = CallOptions()
 _HOST_APPROVED = CallOptions(approve=_approved)
 
 
-async def run_tool(
+def run_tool(
     toolkit: Toolkit, name: str, given: JsonInput, options: CallOptions = _NOBODY_ASKED
-) -> ToolResult:
+) -> Coroutine[object, object, ToolResult]:
     """The one path of a call: lookup, input check, approval, deadline, failure mapping.
 
     ``toolkit.call``, a Session and the presentations all run calls through it; ``options``
-    says what differs between them.
+    says what differs between them. With a tracer provider set by the host, the call is an
+    ``execute_tool`` span (see :mod:`amends_toolkit._tracing`); without one, that costs one
+    check. Not a coroutine itself: an untraced call in flight holds no frame more.
 
     Raises:
         TypeError: ``approve`` gave something other than ``True`` or ``False`` (the host's
             mistake, named with its fix).
     """
+    tracer = _tracing.tracer()
+    if tracer is None:
+        return _run_tool(toolkit, name, given, options)
+    return _traced_tool(tracer, toolkit, name, given, options)
+
+
+async def _traced_tool(
+    tracer: Tracer, toolkit: Toolkit, name: str, given: JsonInput, options: CallOptions
+) -> ToolResult:
+    """:func:`_run_tool` in an ``execute_tool`` span: a tool's name only when the toolkit has
+    it (a name a model made up is no span's name), and the failure's code as ``error.type``."""
+    known = isinstance(name, str) and name in toolkit
+    attributes: dict[str, str] = {"gen_ai.operation.name": "execute_tool"}
+    if known:
+        attributes["gen_ai.tool.name"] = name
+    with _tracing.span(
+        tracer, f"execute_tool {name}" if known else "execute_tool", attributes
+    ) as span:
+        token = _tracing.activated(tracer)
+        try:
+            result = await _run_tool(toolkit, name, given, options)
+        finally:
+            _tracing.deactivated(token)
+        if result.failure is not None:
+            _tracing.failed(span, result.failure.code)
+        return result
+
+
+async def _run_tool(
+    toolkit: Toolkit, name: str, given: JsonInput, options: CallOptions
+) -> ToolResult:
     approve, timeout = options.approve, options.timeout
     entry = toolkit._find(name)
     if entry is None:
@@ -570,10 +614,7 @@ async def run_tool(
         if token is not None:
             _ASKING.reset(token)
     if deadline is not None and deadline.cancelled_caught:
-        _log.info("call.timed_out", tool=name, source=entry.source_name, timeout=timeout)
-        late = UnavailableError(
-            source=entry.source_name, message=f"the call took longer than {timeout} seconds"
-        )
+        late = timed_out(entry.source_name, name, "Session timeout", timeout)
         result = ToolResult.failed(late.to_failure(), late)
     if result.error is not None and options.on_error is not None:
         seen = options.on_error(name, result.error)

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 from amends_toolkit.protocols.http._bodies import encode_body, file_schema
 from amends_toolkit.protocols.http._client import (
+    HttpClient,
+    HttpResponse,
     check_client,
     client_url,
+    libraries,
+    library_of,
     network_failure,
     where,
 )
@@ -50,6 +54,8 @@ __all__ = (
     "MULTIPART",
     "BoundedText",
     "Encoding",
+    "HttpClient",
+    "HttpResponse",
     "InputRefused",
     "Location",
     "Operation",
@@ -68,6 +74,8 @@ __all__ = (
     "is_json",
     "is_media_type",
     "join_url",
+    "libraries",
+    "library_of",
     "network_failure",
     "outcome",
     "parse_answer",

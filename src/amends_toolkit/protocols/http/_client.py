@@ -1,6 +1,7 @@
-"""The host's client, as every HTTP-speaking source takes it: checked when a source is built, a
-URL it sends to again and again parsed once into the client's own type, and its network failures
-described for the host.
+"""The host's client, as every HTTP-speaking source takes it: what it must have
+(:class:`HttpClient`), checked when a source is built, a URL it sends to again and again parsed
+once into the client's own type, and its network failures described for the host. The one place
+that tells ``httpx`` from ``httpx2`` (:func:`libraries`, :func:`library_of`).
 
 A source takes an ``httpx.AsyncClient`` or an ``httpx2.AsyncClient``. A sync client (``httpx.Client``)
 has the same methods but blocks, and would fail only at the first call, deep inside: it is
@@ -13,16 +14,74 @@ from __future__ import annotations
 
 import socket
 import sys
-from typing import TYPE_CHECKING, Any, Final, TypeVar, cast
+from typing import TYPE_CHECKING, Final, Protocol, cast
 from urllib.parse import urlsplit
 
+from amends_toolkit.protocols._body import RawResponse
+
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Mapping, Sequence
     from contextlib import AbstractAsyncContextManager
+    from types import ModuleType
 
-_Opens = TypeVar("_Opens", bound="Callable[..., AbstractAsyncContextManager[Any]]")
+__all__ = (
+    "HttpClient",
+    "HttpResponse",
+    "check_client",
+    "client_url",
+    "libraries",
+    "library_of",
+    "network_failure",
+    "where",
+)
 
-__all__ = ("check_client", "client_url", "network_failure", "where")
+LIBRARIES: Final = ("httpx", "httpx2")
+"""The client libraries whose clients a source knows by their classes (same API, two trees)."""
+
+
+class HttpResponse(RawResponse, Protocol):
+    """What a source reads of a response (``httpx.Response``, ``httpx2.Response``)."""
+
+    @property
+    def status_code(self) -> int: ...
+
+
+class HttpClient(Protocol):
+    """The host's client: an ``httpx.AsyncClient`` or an ``httpx2.AsyncClient``.
+
+    Its ``headers`` and ``params`` (its credentials) win over any an input fills.
+    """
+
+    @property
+    def headers(self) -> Mapping[str, str]: ...
+
+    @property
+    def params(self) -> Mapping[str, str]: ...
+
+    def stream(
+        self,
+        method: str,
+        url: str,
+        *,
+        content: bytes | None = ...,
+        params: tuple[tuple[str, str], ...] | None = ...,
+        headers: Sequence[tuple[str, str]] | Mapping[str, str] | None = ...,
+        timeout: float | None = ...,
+        extensions: Mapping[str, object] | None = ...,
+    ) -> AbstractAsyncContextManager[HttpResponse]: ...
+
+
+def libraries() -> list[ModuleType]:
+    """``httpx`` and ``httpx2``, those of them the process has imported (a client of one that
+    is not imported cannot exist)."""
+    return [module for name in LIBRARIES if (module := sys.modules.get(name)) is not None]
+
+
+def library_of(kind: type) -> str | None:
+    """The client library (``"httpx"`` or ``"httpx2"``) a class of it belongs to, or ``None``."""
+    library = kind.__module__.partition(".")[0]
+    return library if library in LIBRARIES else None
+
 
 _FIX: Final = (
     "give an httpx.AsyncClient (or an httpx2.AsyncClient), as in "
@@ -36,10 +95,9 @@ def check_client(client: object) -> None:
     Raises:
         TypeError: a sync ``httpx.Client`` (or ``httpx2.Client``), or no client at all.
     """
-    for module in ("httpx", "httpx2"):
-        loaded = sys.modules.get(module)
-        if loaded is not None and isinstance(client, loaded.Client):
-            raise TypeError(f"client is a sync {module}.Client, which would block: {_FIX}")
+    for loaded in libraries():
+        if isinstance(client, loaded.Client):
+            raise TypeError(f"client is a sync {loaded.__name__}.Client, which would block: {_FIX}")
     if not callable(getattr(client, "stream", None)):
         raise TypeError(f"client must be an async HTTP client, not {type(client).__name__}: {_FIX}")
 
@@ -55,9 +113,8 @@ def client_url(client: object, url: str, *, name: str = "url") -> str:
         ValueError: the client cannot parse the URL (an invalid port, a lone surrogate), which
             every request would fail on; the message names the URL by its option, ``name``.
     """
-    for module in ("httpx2", "httpx"):
-        loaded = sys.modules.get(module)
-        if loaded is not None and isinstance(client, loaded.AsyncClient):
+    for loaded in libraries():
+        if isinstance(client, loaded.AsyncClient):
             try:
                 parsed = loaded.URL(url)
             except (loaded.InvalidURL, UnicodeError) as error:  # a lone surrogate in it

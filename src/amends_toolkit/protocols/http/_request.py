@@ -65,16 +65,13 @@ def build_request(
     base_url: str,
     max_body_size: int = MAX_BODY_SIZE,
     max_depth: int = MAX_DEPTH,
-    checked: bool = False,
 ) -> WireRequest:
     """The request ``input`` fills in ``template``, sent to ``base_url``.
-
-    ``checked``: see :func:`~amends_toolkit._json.input_refusal`.
 
     Raises:
         InputRefused: a value breaks one of the rules above; the message tells the model which.
     """
-    problem = input_refusal(input, max_depth=max_depth, checked=checked)
+    problem = input_refusal(input, max_depth=max_depth)
     if problem is not None:
         raise InputRefused(problem)
     path = template.path

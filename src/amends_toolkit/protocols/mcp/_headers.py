@@ -18,6 +18,14 @@ from typing import TYPE_CHECKING, Final, Literal
 
 import attrs
 
+from amends_toolkit._schema_keywords import (
+    DEFINITIONS,
+    NAMED_SCHEMAS,
+    ONE_SCHEMA,
+    PATTERN_SCHEMAS,
+    SCHEMA_LISTS,
+)
+
 if TYPE_CHECKING:
     from collections.abc import Iterator, Mapping
 
@@ -43,23 +51,7 @@ _SAFE_INTEGER: Final = 2**53 - 1
 # JSON Schema 2020-12 applicators other than ``properties``: a mark under one of them is not
 # statically reachable, which makes the tool invalid. Instance data (``default``, ``enum``,
 # ``const``, ``examples``) is never entered, and ``$ref`` is never followed.
-_SINGLE: Final = frozenset(
-    {
-        "items",
-        "contains",
-        "unevaluatedItems",
-        "additionalProperties",
-        "propertyNames",
-        "unevaluatedProperties",
-        "not",
-        "if",
-        "then",
-        "else",
-        "contentSchema",
-    }
-)
-_LIST: Final = frozenset({"allOf", "anyOf", "oneOf", "prefixItems"})
-_MAP: Final = frozenset({"patternProperties", "dependentSchemas", "$defs", "definitions"})
+_MAP: Final = (NAMED_SCHEMAS - {"properties"}) | PATTERN_SCHEMAS | DEFINITIONS
 
 MarkType = Literal["string", "integer", "boolean"]
 _TYPES: Final[dict[object, MarkType]] = {
@@ -141,9 +133,9 @@ def _positions(root: JsonValue) -> Iterator[tuple[tuple[str, ...] | None, dict[s
                     ((*path, name) if path is not None else None, sub)
                     for name, sub in value.items()
                 )
-            elif keyword in _SINGLE:
+            elif keyword in ONE_SCHEMA:
                 children.append((None, value))
-            elif keyword in _LIST and isinstance(value, list):
+            elif keyword in SCHEMA_LISTS and isinstance(value, list):
                 children.extend((None, sub) for sub in value)
             elif keyword in _MAP and isinstance(value, dict):
                 children.extend((None, sub) for sub in value.values())

@@ -35,27 +35,31 @@ itself retries only connecting (its transport's ``retries``), where nothing was 
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Final, Protocol
+from typing import TYPE_CHECKING, Final
 from urllib.parse import parse_qsl, urlsplit
 
 import anyio
 import attrs
-import httpx
 
 from amends_toolkit._log import get_logger
 from amends_toolkit._peer import ClientSecrets, Secrets
 from amends_toolkit.protocols._body import (
     ACCEPT_ENCODING,
     AnswerTooLarge,
-    RawResponse,
     UnreadableCoding,
     asks_codings,
     decoded_chunks,
     read_bounded,
 )
-from amends_toolkit.protocols.http import client_url, network_failure, outcome
+from amends_toolkit.protocols.http import (
+    HttpClient,
+    HttpResponse,
+    client_url,
+    libraries,
+    network_failure,
+    outcome,
+)
 from amends_toolkit.protocols.mcp._jsonrpc import (
     ErrorResponse,
     Message,
@@ -107,29 +111,6 @@ _POST_HEADERS: Final = {"Accept": ACCEPT, "Content-Type": "application/json"}
 codings read here (see :func:`~amends_toolkit.protocols._body.asks_codings`)."""
 
 
-class HttpResponse(RawResponse, Protocol):
-    """What the source reads of a response (``httpx.Response``, ``httpx2.Response``)."""
-
-    @property
-    def status_code(self) -> int: ...
-
-
-class HttpClient(Protocol):
-    """The host's client: ``httpx.AsyncClient`` or ``httpx2.AsyncClient``."""
-
-    def stream(
-        self,
-        method: str,
-        url: str,
-        *,
-        content: bytes | None = ...,
-        headers: Mapping[str, str] | None = ...,
-        timeout: float | None = ...,
-        params: tuple[tuple[str, str], ...] | None = ...,
-        extensions: Mapping[str, object] | None = ...,
-    ) -> AbstractAsyncContextManager[HttpResponse]: ...
-
-
 ServerRequestHandler = Callable[[Request | Notification], Awaitable[None]]
 """Answers a request the server makes on a session's stream (``ping``), and reads the
 notifications that come before the answer (a call's progress)."""
@@ -149,29 +130,18 @@ class StreamEnded(Exception):
 
 def transport_errors() -> tuple[type[BaseException], ...]:
     """The errors a client raises when the network fails, for httpx and (if loaded) httpx2."""
-    errors: list[type[BaseException]] = [httpx.HTTPError, httpx.StreamError]
-    fork = sys.modules.get("httpx2")
-    if fork is not None:
-        errors += [fork.HTTPError, fork.StreamError]
-    return tuple(errors)
+    return tuple(error for lib in libraries() for error in (lib.HTTPError, lib.StreamError))
 
 
 def _resets() -> tuple[type[BaseException], ...]:
     """What an httpx (or httpx2) client raises for a connection that was reset."""
-    errors: list[type[BaseException]] = [httpx.ReadError]
-    fork = sys.modules.get("httpx2")
-    if fork is not None:
-        errors.append(fork.ReadError)
-    return tuple(errors)
+    return tuple(lib.ReadError for lib in libraries())
 
 
 def _traced(client: HttpClient) -> bool:
     """Whether the client is an httpx (or httpx2) ``AsyncClient``, whose pool tells a request's
     steps to its ``trace`` extension (another transport ignores it)."""
-    fork = sys.modules.get("httpx2")
-    return isinstance(client, httpx.AsyncClient) or (
-        fork is not None and isinstance(client, fork.AsyncClient)
-    )
+    return any(isinstance(client, lib.AsyncClient) for lib in libraries())
 
 
 class _Steps:

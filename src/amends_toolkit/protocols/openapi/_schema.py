@@ -35,6 +35,8 @@ from urllib.parse import unquote
 
 import jsonschema_rs
 
+from amends_toolkit._schema_keywords import NAMED_SCHEMAS, ONE_SCHEMA, PATTERN_SCHEMAS, SCHEMA_LISTS
+
 if TYPE_CHECKING:
     from amends_toolkit._json import JsonObject, JsonValue
 
@@ -59,20 +61,7 @@ MAX_DEPTH = 64
 _SCHEMAS_PREFIX = "#/components/schemas/"
 _PROPERTIES_SUFFIX = "/properties"
 _TYPES = frozenset({"null", "boolean", "object", "array", "number", "string", "integer"})
-_ONE_SCHEMA = (
-    "not",
-    "additionalProperties",
-    "contains",
-    "propertyNames",
-    "if",
-    "then",
-    "else",
-    "unevaluatedItems",
-    "unevaluatedProperties",
-    "contentSchema",
-)
-_SCHEMA_LISTS = ("allOf", "anyOf", "oneOf", "prefixItems")
-_SCHEMA_MAPS = ("properties", "patternProperties", "dependentSchemas")
+_SCHEMA_MAPS = NAMED_SCHEMAS | PATTERN_SCHEMAS
 _NUMBERS = ("maximum", "minimum")
 _COUNTS = (
     "maxLength",
@@ -302,9 +291,9 @@ class SchemaReader:
                     out["prefixItems"] = [self._node(one, deeper, refs) for one in item]
             else:
                 out[key] = self._node(item, deeper, refs)
-        elif key in _ONE_SCHEMA:
+        elif key in ONE_SCHEMA:
             out[key] = self._node(item, deeper, refs)
-        elif key in _SCHEMA_LISTS:
+        elif key in SCHEMA_LISTS:
             if isinstance(item, list) and item:
                 out[key] = [self._node(one, deeper, refs) for one in item]
         elif key in _SCHEMA_MAPS:
