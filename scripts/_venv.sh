@@ -6,7 +6,7 @@ PYTHON=${PYTHON:-python3}
 EXTRAS=${EXTRAS:?set EXTRAS to the extra to install, such as demo or dev}
 hash=$(sha256sum pyproject.toml | cut -c1-16)
 stamp=.venv/.installed-$EXTRAS-$hash
-# The dev set holds the demo's, so a .venv made for the tests runs the demo as it is.
+# The dev set holds the demo's and the docs', so a .venv made for the tests runs both as it is.
 if [ ! -f "$stamp" ] && [ ! -f ".venv/.installed-dev-$hash" ]; then
   [ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
   # pip is quiet: without this line a first install of minutes reads as a hang.

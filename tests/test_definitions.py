@@ -1,5 +1,5 @@
 """A definition is checked where it is made: plain data in place of its parts is refused with
-the fix, and so is a schema whose root is not an object (the README promises one)."""
+the fix, and so is a schema whose root is not an object (the docs promise one)."""
 
 from __future__ import annotations
 

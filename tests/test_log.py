@@ -1,6 +1,6 @@
-"""The README's logging recipe works: with it, a host's console shows each event's fields (and a
-defect's traceback), which the standard formatter leaves out. The test runs the recipe as the
-README has it."""
+"""The docs' logging recipe works: with it, a host's console shows each event's fields (and a
+defect's traceback), which the standard formatter leaves out. The test runs the recipe's file,
+docs/examples/logging_setup.py, which the Logging guide shows."""
 
 from __future__ import annotations
 
@@ -14,14 +14,8 @@ import pytest
 
 import amends_toolkit as at
 
-README = Path(__file__).parents[1] / "README.md"
+RECIPE = Path(__file__).parents[1] / "docs" / "examples" / "logging_setup.py"
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
-
-
-def recipe() -> str:
-    """The first Python block of the README's Logging section."""
-    section = README.read_text().split("\n## Logging\n", 1)[1].split("\n## ", 1)[0]
-    return section.split("```python\n", 1)[1].split("```", 1)[0]
 
 
 @pytest.fixture
@@ -43,10 +37,10 @@ CRASH = (
 
 
 @pytest.mark.anyio
-async def test_the_readme_recipe_shows_each_events_fields(
+async def test_the_docs_recipe_shows_each_events_fields(
     console: pytest.CaptureFixture[str],
 ) -> None:
-    exec(compile(recipe(), "README.md", "exec"), {})
+    exec(compile(RECIPE.read_text(), str(RECIPE), "exec"), {})
     source = at.mcp.stdio(name="files", command=sys.executable, args=["-c", CRASH])
     async with at.Runtime() as runtime:
         files = await runtime.spawn(source, restart=at.Restart(intensity=0))

@@ -1,4 +1,4 @@
-"""The README's Troubleshooting section shows what a host really reads: each message in its code
+"""The docs' Troubleshooting page (docs/troubleshooting.md) shows what a host really reads: each message in its code
 blocks is made here by the mistake it names, and compared (an object's address, a port and the
 system's words for a name that does not resolve aside)."""
 
@@ -17,7 +17,7 @@ from mcp.server import MCPServer
 import amends_toolkit as at
 from amends_toolkit.cli import main
 
-README = Path(__file__).parents[1] / "README.md"
+PAGE = Path(__file__).parents[1] / "docs" / "troubleshooting.md"
 CRASH = (
     "import sys\n"
     "print('files server 1.0 starting', file=sys.stderr)\n"
@@ -36,9 +36,9 @@ def hide(monkeypatch: pytest.MonkeyPatch, missing: str, *importers: str) -> None
 
 
 def shown() -> list[str]:
-    """The messages of the section's code blocks: a line naming an error, with the ``  |`` lines
+    """The messages of the page's code blocks: a line naming an error, with the ``  |`` lines
     that follow it."""
-    section = README.read_text().split("\n## Troubleshooting\n", 1)[1].split("\n## ", 1)[0]
+    section = PAGE.read_text()
     messages: list[str] = []
     for block in section.split("```")[1::2]:
         for line in block.strip("\n").splitlines():
@@ -161,7 +161,7 @@ async def test_the_troubleshooting_messages_are_what_a_host_reads(
             pass
     real.append(said(missing.value))
     made = {same(message) for message in real}
-    readme = shown()
-    assert len(readme) == 12
-    for message in readme:
+    page = shown()
+    assert len(page) == 12
+    for message in page:
         assert same(message) in made, message

@@ -375,7 +375,7 @@ async def test_a_call_waits_is_listed_and_approved_by_an_approver_then_runs_once
     assert f"deleted {task_id}" in text(results[0])
     assert served.upstream.deleted.count(task_id) == 1
     await eventually(
-        lambda: ("approved by approver key:ops", "ok") in audit(served.gateway, "agent")
+        lambda: ("approved by approver keys:ops", "ok") in audit(served.gateway, "agent")
     )
     # The webhook was told, and told nothing of the input nor of any key.
     await eventually(lambda: any(b["id"] == pending["id"] for b, _ in served.webhook.posted))
@@ -465,7 +465,7 @@ async def test_a_pending_approval_survives_a_restart_with_the_sqlite_store(
             assert not result.is_error
             assert upstream.deleted == [31]
             await eventually(
-                lambda: ("approved by approver key:ops", "ok") in audit(second, "agent")
+                lambda: ("approved by approver keys:ops", "ok") in audit(second, "agent")
             )
         finally:
             second.stop()

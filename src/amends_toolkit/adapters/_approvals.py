@@ -531,7 +531,6 @@ class Approvals:
                 id=approval.id,
                 tool=tool,
                 source=approval.source,
-                caller=caller,
                 profile=approval.profile,
             )
         return await self._wait(approval)

@@ -7,7 +7,8 @@ band. Out of band, the call waits as a pending approval
 (:class:`~amends_toolkit.adapters.Approvals`, kept in memory or in ``[approval] store``), which
 is:
 
-- logged (``approval.pending``: its id, tool, source, caller and profile, never the input);
+- logged (``approval.pending``: its id, tool, source and profile, never the input nor the caller's
+  id, which may hold an issuer's address; the call's audit line names the caller);
 - posted to ``[approval] webhook``, if given: the same fields and the input's digest, never the
   input nor a credential, within :data:`WEBHOOK_TIMEOUT` (a failure is logged,
   ``gateway.webhook_failed``, and the call waits on);
@@ -229,7 +230,9 @@ class GatewayApprovals:
             if pending.caller == caller.id:
                 return _error(403, "own_call", "An approver may not decide its own call.")
             try:
-                done = await self.approvals.decide(id, approve=approve, by=f"approver {caller.id}")
+                done = await self.approvals.decide(
+                    id, approve=approve, by=f"approver {caller.kind}:{caller.name}"
+                )
             except UnknownApproval:
                 return _error(404, "unknown_approval", "No approval of this id is pending.")
             except AlreadyDecided:

@@ -143,7 +143,7 @@ class _Call:
     code: str | None = None
     approved_by: str | None = None
     """Who approved the call, when it needed approval and was approved: ``"client"`` (the
-    client that called, by its elicitation), ``"terminal"``, ``"approver <caller id>"``."""
+    client that called, by its elicitation), ``"terminal"``, ``"approver <kind>:<name>"`` (never an issuer's address)."""
     caller: str | None = None
     """The caller's ``Caller.id`` (none for ``type = "none"``, whose id is an address)."""
     profile: str = DEFAULT_PROFILE

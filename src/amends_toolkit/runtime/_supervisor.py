@@ -221,7 +221,7 @@ class Runtime:
             max_concurrency: Calls that run at once inside the actor; more wait in the mailbox.
                 Set above the connections of the client a source sends over, the calls
                 beyond them wait in the client's pool (under its pool timeout) instead; see
-                README, "max_concurrency and the client's pool".
+                docs/concepts/runtime.md, "max_concurrency and the client's pool".
             mailbox_size: Requests that wait; beyond it a caller waits to send (backpressure).
             call_timeout: Seconds a request may take before it ends as ``UnavailableError``.
             restart: When a child that ends by itself is restarted.
