@@ -21,7 +21,7 @@ from pathlib import Path
 import anyio
 import attrs
 
-from bench import costs, gateway, http_source, mcp_client, search, sessions
+from bench import costs, gateway, http_source, mcp_client, search, sessions, tenants
 from bench._harness import Figure, Measure
 from bench.mcp_client import AGAIN, OURS, SDK, THROUGH_SESSION
 
@@ -38,12 +38,13 @@ PACKAGES = (
     "uvicorn",
     "starlette",
 )
-SUITES = ("mcp", "http", "gateway", "sessions", "costs", "search")
+SUITES = ("mcp", "http", "gateway", "sessions", "tenants", "costs", "search")
 TITLES = {
     "mcp": "MCP clients",
     "http": "HTTP source",
     "gateway": "the gateway",
     "sessions": "many sessions",
+    "tenants": "many tenants",
     "costs": "costs",
     "search": "tool search",
 }
@@ -125,6 +126,25 @@ def targets(figures: Sequence[Figure], measures: Sequence[Measure]) -> list[tupl
         )
     floor = next((m.value for m in measures if m.subject == costs.FLOOR_GROWTH), None)
     for measure in measures:
+        # issue 30: an idle tenant costs kilobytes, and registering one under a millisecond
+        if tenants.IDLE_BYTES in measure.subject:
+            rows.append(
+                (
+                    f"{measure.group}: ≤ 20 KB per registered idle tenant beyond the host's "
+                    f"own objects ({measure.subject.partition(')')[2].strip(', ') or 'resident'})",
+                    f"{measure.value / 1024:.1f} KB (kept running: "
+                    f"{measure.baseline_value / 1024:.1f} KB)",
+                    measure.value <= 20 * 1024,
+                )
+            )
+        if measure.subject == tenants.REGISTER:
+            rows.append(
+                (
+                    f"{measure.group}: ≤ 1 ms to register a tenant",
+                    f"{measure.value:.2f} ms",
+                    measure.value <= 1.0,
+                )
+            )
         if measure.subject.startswith("100,000 tools against 10,000"):
             rows.append(
                 (
@@ -254,6 +274,12 @@ def main() -> None:
         began = time.monotonic()
         if suite == "sessions":
             measures += sessions.run(scale=arguments.scale)
+        elif suite == "tenants":
+            # 10,000 and 100,000 at the default scale; a tenth of each for a quick look
+            sizes = (
+                tenants.SIZES if arguments.scale >= 0.4 else tuple(s // 10 for s in tenants.SIZES)
+            )
+            measures += tenants.run(sizes=sizes, rounds=arguments.rounds)
         elif suite == "costs":
             measures += costs.run()
         elif suite == "search":

@@ -29,8 +29,8 @@ import anyio
 import amends_toolkit as at
 from amends_toolkit import JsonObject, JsonValue
 from amends_toolkit.presentations import Paused
+from amends_toolkit.presentations._code_runtime import attributes
 from amends_toolkit.presentations._declarations import declare
-from amends_toolkit.presentations._runtimes import attributes
 from amends_toolkit.runtime import Tool, ToolEntry, Toolkit
 
 CORPUS = Path(__file__).resolve().parent.parent / "tests" / "data" / "openapi-corpus"

@@ -48,7 +48,8 @@ from pathlib import Path
 
 import attrs
 
-from amends_toolkit.presentations._index import COMMON_WORDS, SearchIndex, query_terms, stem, words
+from amends_toolkit.presentations._index import SearchIndex
+from amends_toolkit.presentations._words import COMMON_WORDS, query_terms, stem, words
 from amends_toolkit.protocols.openapi._reader import _fit
 from amends_toolkit.runtime import Tool
 from bench.search_eval import catalog

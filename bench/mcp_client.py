@@ -183,7 +183,7 @@ async def run_group(
                 )
         group = f"MCP client, {server} server, {mode}, {concurrency} at a time"
         print(f"  {group}", flush=True)
-        return await compare(
+        figures = await compare(
             group,
             subjects,
             calls=calls_for(concurrency, scale),
@@ -191,6 +191,24 @@ async def run_group(
             rounds=rounds,
             server=clock,
         )
+        return checked(figures, server=clock is not None)
+
+
+def checked(figures: list[Figure], *, server: bool) -> list[Figure]:
+    """A group's figures, once the bench has checked itself on them: the A/A pair measured
+    against the client it repeats, and, with the server's clock, the server's share of a core in
+    every subject's turns (a share past one core and a half is no single server's).
+
+    Raises:
+        SystemExit: The figures say the bench measured something else than it means to.
+    """
+    for figure in figures:
+        if figure.subject == AGAIN and figure.baseline != "bare JSON-RPC, httpx2":
+            raise SystemExit(f"the A/A pair is measured against {figure.baseline!r}")
+        share = figure.server_cpu_share
+        if server and (share is None or not 0 < share < 1.5):
+            raise SystemExit(f"{figure.subject}: the server's share of a core is {share}")
+    return figures
 
 
 async def run(*, scale: float, rounds: int) -> Sequence[Figure]:

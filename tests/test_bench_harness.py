@@ -1,4 +1,6 @@
-"""The bench's harness: subjects measured side by side take turns fairly."""
+"""The bench's harness, its pure helpers only: subjects measured side by side take turns fairly,
+figures pair their rounds, the report reads them. Nothing here runs a benchmark or starts a
+server: the bench checks its own figures as it runs (``bench.mcp_client.checked``)."""
 
 from __future__ import annotations
 
@@ -25,7 +27,6 @@ from bench._harness import (
     Server,
     compare,
     pool_limits,
-    server_process,
     slices_of,
 )
 
@@ -274,29 +275,6 @@ def test_the_report_tells_how_busy_the_client_and_the_server_were() -> None:
     )
 
 
-@pytest.mark.both_backends
-async def test_an_mcp_group_at_one_caller_measures_the_a_a_pair_and_the_servers_share() -> None:
-    # The raw server in its own process, a handful of calls: the group's figures, not their
-    # values, are what is tested.
-    from bench import mcp_client
-
-    with server_process("_raw_mcp_server.py", "stateless") as raw:
-        figures = await mcp_client.run_group(
-            "raw",
-            f"http://127.0.0.1:{raw.port}/mcp",
-            "stateless",
-            1,
-            scale=8 / 520,
-            rounds=1,
-            others=False,
-            clock=raw.cpu_clock(),
-        )
-    by_subject = {figure.subject: figure for figure in figures}
-    assert by_subject[mcp_client.AGAIN].baseline == "bare JSON-RPC, httpx2"
-    served = [figure.server_cpu_share for figure in figures]
-    assert all(share is not None and 0 < share < 1.5 for share in served)
-
-
 def test_every_bench_server_names_uvicorns_parser_and_loop() -> None:
     # With httptools and uvloop installed, uvicorn's `auto` picks them: the servers' cost would
     # change with the machine's packages, not with anything the bench says.
@@ -347,3 +325,33 @@ def test_the_oauth_benchs_tokens_are_distinct_and_verify_with_the_key_its_issuer
             issuer="http://127.0.0.1:1",
         )
         assert claims["scope"] == SCOPE
+
+
+def test_the_mcp_bench_refuses_figures_that_measure_something_else() -> None:
+    from bench.mcp_client import AGAIN, OURS, checked
+
+    def figure(subject: str, baseline: str, server: float | None) -> Figure:
+        sample = Sample(calls_per_second=1.0, p50_ms=1.0, p99_ms=1.0, cpu_us_per_call=1.0)
+        return Figure(
+            group="g",
+            subject=subject,
+            baseline=baseline,
+            calls_per_second=1.0,
+            p50_ms=1.0,
+            p99_ms=1.0,
+            cpu_us_per_call=1.0,
+            throughput_ratio=1.0,
+            cpu_ratio=1.0,
+            server_cpu_share=server,
+            rounds=(sample,),
+        )
+
+    bare = "bare JSON-RPC, httpx2"
+    good = [figure(AGAIN, bare, 0.2), figure(OURS, bare, 0.3)]
+    assert checked(good, server=True) == good
+    assert checked([figure(OURS, bare, None)], server=False)
+    with pytest.raises(SystemExit, match="A/A pair"):
+        checked([figure(AGAIN, OURS, 0.2)], server=True)
+    for share in (None, 0.0, 2.0):
+        with pytest.raises(SystemExit, match="share of a core"):
+            checked([figure(OURS, bare, share)], server=True)

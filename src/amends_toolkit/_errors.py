@@ -5,6 +5,8 @@ The exception tree::
     Exception
     ├── ToolSourceError              a source failed; names the source, holds a reason
     │   ├── AuthenticationError      the system refused the credentials the host's client carries
+    │   │   └── ConnectionRequired   a gateway's caller has no credentials of its own for a
+    │   │                            per-caller source yet (its message: where to connect)
     │   ├── NotFoundError            no such tool (or it is blocked)
     │   ├── InvalidInputError        the input does not fit the tool's parameters
     │   ├── CallFailedError          the tool ran and said it failed, or answered too much
@@ -103,6 +105,23 @@ class AuthenticationError(ToolSourceError):
     """The system refused the credentials (HTTP 401 or 403). Ask for a connection again."""
 
     default_message = "The source refused its credentials; the connection must be authorized again."
+
+
+class ConnectionRequired(AuthenticationError):
+    """A gateway's caller has no credentials of its own for a source whose credentials are per
+    caller: it has not connected its account (OAuth), or no admin has set its secret. Not
+    retryable: the caller must act first. ``message`` is written by the gateway, never by an
+    upstream: it says what to do and, for OAuth, the gateway's own ``/connect/{source}``
+    address (the only address a model reads, and one the caller is meant to open)."""
+
+    default_message = "This caller has not connected its own account to this source yet."
+
+    def __init__(self, *, source: str, message: str) -> None:
+        super().__init__(source=source, message=message)
+
+    @property
+    def model_message(self) -> str:
+        return self.message
 
 
 class NotFoundError(ToolSourceError):

@@ -3,7 +3,7 @@
 The library depends on the OpenTelemetry API alone (the ``otel`` extra) and never configures an
 SDK or an exporter, as it never configures logging. Without the package, or before the host sets
 a tracer provider (``opentelemetry.trace.set_tracer_provider``), a call costs one check
-(:func:`tracer`, asked once per call by :func:`amends_toolkit.runtime._toolkit.run_tool`) and
+(:func:`tracer`, asked once per call by :func:`amends_toolkit.runtime._call.run_tool`) and
 nothing else: the layers below ask :func:`traced`, a context variable's own ``get``, which says
 whether the call running in this context is traced.
 

@@ -6,11 +6,13 @@ OpenAPI style (``Param.style``, ``Param.explode``); a header list is joined by c
 value with a character that could add or split a header is refused; the body is JSON, a form,
 multipart form data or a file (``RequestTemplate.media_type`` and ``encoding``), a file given as
 text or base64; the client's own headers (its credentials) come last and win. See :func:`make`
-for what each answer becomes.
+for what each answer becomes. A host with many tenants builds their clients over one pool with
+:class:`Connections`.
 """
 
 from __future__ import annotations
 
+from amends_toolkit.actors._connections import MAX_CONNECTIONS, MAX_PER_TENANT, Connections
 from amends_toolkit.actors._http import AsyncClient, HttpSource, make
 from amends_toolkit.protocols.http import (
     Encoding,
@@ -22,7 +24,10 @@ from amends_toolkit.protocols.http import (
 )
 
 __all__ = (
+    "MAX_CONNECTIONS",
+    "MAX_PER_TENANT",
     "AsyncClient",
+    "Connections",
     "Encoding",
     "HttpSource",
     "Location",

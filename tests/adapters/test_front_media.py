@@ -58,11 +58,18 @@ async def test_a_client_of_the_front_receives_image_audio_and_resource_blocks_as
     assert plain.content == [TextContent(text='{"result": "done"}')]
 
 
+async def never_asked(context: object, params: object) -> object:
+    raise AssertionError("no call here needs approval")
+
+
 @pytest.mark.parametrize("era", ["stateless", "sessions"])
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
+@pytest.mark.parametrize("eliciting", [False, True])
 async def test_progress_reaches_the_client_that_asked_for_it(
-    mode: Literal["auto", "legacy"], era: Literal["stateless", "sessions"]
+    mode: Literal["auto", "legacy"], era: Literal["stateless", "sessions"], eliciting: bool
 ) -> None:
+    # A client that can be asked (elicitation) has its 2026-07-28 calls run apart, so that one
+    # may pause: their progress reaches it all the same while its request is open.
     told: list[tuple[float, float | None, str | None]] = []
 
     async def on_progress(progress: float, total: float | None, message: str | None) -> None:
@@ -73,7 +80,11 @@ async def test_progress_reaches_the_client_that_asked_for_it(
         async with (
             app.router.lifespan_context(app),
             httpx2.AsyncClient(transport=httpx2.ASGITransport(app=app), base_url=BASE) as http,
-            Client(streamable_http_client(f"{BASE}/mcp", http_client=http), mode=mode) as sdk,
+            Client(
+                streamable_http_client(f"{BASE}/mcp", http_client=http),
+                mode=mode,
+                elicitation_callback=never_asked if eliciting else None,  # type: ignore[arg-type]
+            ) as sdk,
         ):
             done = await sdk.call_tool("test_tool_with_progress", {}, progress_callback=on_progress)
             quiet = await sdk.call_tool("test_tool_with_progress", {})

@@ -103,7 +103,8 @@ def test_a_wrong_key_in_the_config_names_its_line(
     assert main(["serve", str(config)]) == 1
     assert capsys.readouterr().err.strip() == (
         f"error: {config}:4: unknown key 'timout' in a source; the keys are auth, base_url, "
-        "cwd, env, headers, mcp, name, openapi, redirect_uri, stdio, timeout, token_file"
+        "credentials, cwd, env, exchange, headers, mcp, name, openapi, propagate_trace, "
+        "redirect_uri, stdio, timeout, token_file"
     )
 
 

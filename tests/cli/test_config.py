@@ -612,3 +612,88 @@ def test_a_wrong_profile_approval_is_refused_at_the_approval_line(
 def test_the_issues_approvals_table_is_refused_naming_the_one_table(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"\(one table: \[approval\] store\)"):
         load_config(write(tmp_path, AUTH + 'type = "none"\n[approvals]\nstore = "a.db"\n'))
+
+
+PER_CALLER = """
+[[sources]]
+name = "github"
+mcp = "https://api.example.com/mcp/"
+credentials = "per-caller"
+headers = { Authorization = "Bearer ${caller:github_token}", X-App = "${APP_ID}" }
+
+[auth]
+type = "keys"
+keys = { alice = "${ALICE_KEY}" }
+
+[credentials]
+store = "tokens.db"
+max_callers = 50
+"""
+
+
+def test_a_per_caller_source_takes_its_callers_secrets_from_the_store(tmp_path: Path) -> None:
+    config = load_config(write(tmp_path, PER_CALLER))
+    (source,) = config.sources
+    assert source.credentials == "per-caller"
+    assert source.headers["Authorization"] == "Bearer ${caller:github_token}"
+    assert config.credentials is not None
+    assert config.credentials.store == str(tmp_path / "tokens.db")
+    assert config.credentials.max_callers == 50
+    shared = load_config(write(tmp_path, FULL)).sources[0]
+    assert shared.credentials == "shared"
+
+
+SOURCE = '[[sources]]\nname = "a"\nmcp = "http://x/mcp"\n'
+KEYED = '[auth]\ntype = "keys"\nkeys = { alice = "${ALICE_KEY}" }\n'
+STORE = '[credentials]\nstore = "tokens.db"\n'
+SECRET_HEADER = 'headers = { Authorization = "Bearer ${caller:token}" }\n'
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "words"),
+    [
+        (SOURCE + 'credentials = "mine"\n', 4, '"shared" or "per-caller"'),
+        (SOURCE + SECRET_HEADER + KEYED + STORE, 4, 'needs credentials = "per-caller"'),
+        (
+            '[[sources]]\nname = "a"\nstdio = ["x"]\ncredentials = "per-caller"\n',
+            4,
+            "for mcp and openapi sources",
+        ),
+        (SOURCE + 'credentials = "per-caller"\n' + SECRET_HEADER + KEYED, 4, "add a [credentials]"),
+        (
+            SOURCE
+            + 'credentials = "per-caller"\n'
+            + SECRET_HEADER
+            + '[auth]\ntype = "none"\n'
+            + STORE,
+            4,
+            'needs callers the gateway knows: [auth] type = "keys" or "oauth"',
+        ),
+        (SOURCE + 'credentials = "per-caller"\n' + KEYED + STORE, 4, "needs what is each caller's"),
+        (
+            SOURCE
+            + 'credentials = "per-caller"\nauth = "oauth"\ntoken_file = "t.json"\n'
+            + KEYED
+            + STORE,
+            6,
+            "not in a token_file",
+        ),
+        (
+            SOURCE + 'headers = { A = "Bearer ${caller:bad name}" }\ncredentials = "per-caller"\n',
+            4,
+            "secret written in the file",
+        ),
+        (SOURCE + '[credentials]\nstore = "redis://:pw@127.0.0.1:6379"\n', 5, "no password"),
+        (SOURCE + '[credentials]\nstore = ""\n', 5, "store must say where"),
+        (SOURCE + STORE + "max_callers = 0\n", 6, "max_callers must be a whole number above 0"),
+        (SOURCE + STORE + 'key = "x"\n', 6, "unknown key 'key' in [credentials]"),
+    ],
+)
+def test_a_per_caller_source_used_wrong_is_refused_with_its_line(
+    tmp_path: Path, text: str, line: int, words: str
+) -> None:
+    path = write(tmp_path, text)
+    with pytest.raises(ConfigError) as error:
+        load_config(path)
+    assert str(error.value).startswith(f"{path}:{line}: "), error.value
+    assert words in str(error.value)

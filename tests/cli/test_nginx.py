@@ -7,6 +7,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import anyio
@@ -32,6 +33,50 @@ if FOUND is None:
 NGINX: str = FOUND
 
 
+@contextmanager
+def nginx_front(directory: Path, ports: list[int]) -> Iterator[str]:
+    """nginx with ``deploy/nginx/``'s config in front of two gateways (by their ports), until
+    its ``/healthz`` answers 200: the MCP endpoint's URL through it."""
+    front = closed_port()
+    conf = (
+        DEPLOY.read_text()
+        .replace("127.0.0.1:8765", f"127.0.0.1:{front}")
+        .replace("127.0.0.1:8766", f"127.0.0.1:{ports[0]}")
+        .replace("127.0.0.1:8767", f"127.0.0.1:{ports[1]}")
+        .replace("/tmp/amends-nginx", str(directory))
+        .replace("worker_processes auto", "worker_processes 1")
+    )
+    (directory / "nginx.conf").write_text(conf)
+    nginx = subprocess.Popen(
+        [NGINX, "-e", "stderr", "-p", str(directory), "-c", str(directory / "nginx.conf"),
+         "-g", "daemon off;"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        with httpx.Client() as http:
+            for _ in range(1500):  # up to 30 s on a loaded machine
+                try:
+                    if http.get(f"http://127.0.0.1:{front}/healthz").status_code == 200:
+                        break
+                except httpx.TransportError:
+                    pass
+                if nginx.poll() is not None:
+                    assert nginx.stderr is not None
+                    raise AssertionError(nginx.stderr.read().decode())
+                anyio.run(anyio.sleep, 0.02)
+        yield f"http://127.0.0.1:{front}/mcp"
+    finally:
+        nginx.terminate()
+        nginx.wait(10)
+        assert nginx.stderr is not None
+        nginx.stderr.close()
+
+
+def port_of(gateway: GatewayProcess) -> int:
+    return int(gateway.wait_ready().rsplit(":", 1)[1].split("/")[0])
+
+
 @pytest.fixture(scope="module")
 def balancer(
     tmp_path_factory: pytest.TempPathFactory,
@@ -49,42 +94,8 @@ def balancer(
             )
             gateways.append(GatewayProcess(config))
         try:
-            ports = [int(g.wait_ready().rsplit(":", 1)[1].split("/")[0]) for g in gateways]
-            front = closed_port()
-            conf = (
-                DEPLOY.read_text()
-                .replace("127.0.0.1:8765", f"127.0.0.1:{front}")
-                .replace("127.0.0.1:8766", f"127.0.0.1:{ports[0]}")
-                .replace("127.0.0.1:8767", f"127.0.0.1:{ports[1]}")
-                .replace("/tmp/amends-nginx", str(directory))
-                .replace("worker_processes auto", "worker_processes 1")
-            )
-            (directory / "nginx.conf").write_text(conf)
-            nginx = subprocess.Popen(
-                [NGINX, "-e", "stderr", "-p", str(directory), "-c", str(directory / "nginx.conf"),
-                 "-g", "daemon off;"],
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.PIPE,
-            )  # fmt: skip
-            try:
-                url = f"http://127.0.0.1:{front}/mcp"
-                with httpx.Client() as http:
-                    for _ in range(1500):  # up to 30 s on a loaded machine
-                        try:
-                            if http.get(f"http://127.0.0.1:{front}/healthz").status_code == 200:
-                                break
-                        except httpx.TransportError:
-                            pass
-                        if nginx.poll() is not None:
-                            assert nginx.stderr is not None
-                            raise AssertionError(nginx.stderr.read().decode())
-                        anyio.run(anyio.sleep, 0.02)
+            with nginx_front(directory, [port_of(g) for g in gateways]) as url:
                 yield url, gateways
-            finally:
-                nginx.terminate()
-                nginx.wait(10)
-                assert nginx.stderr is not None
-                nginx.stderr.close()
         finally:
             for gateway in gateways:
                 gateway.stop()

@@ -21,7 +21,7 @@ from amends_toolkit._json import input_refusal
 from amends_toolkit.cli._config import load_config
 from amends_toolkit.cli._gateway import Gateway
 from amends_toolkit.cli._output import Output
-from amends_toolkit.presentations import CodeTools, Finished, Paused, _code, _runtimes
+from amends_toolkit.presentations import CodeTools, Finished, Paused, _code, _code_runtime, _monty
 from amends_toolkit.runtime import Tool, ToolEntry, Toolkit, _validation
 
 pytest.importorskip("pydantic_monty")
@@ -219,8 +219,8 @@ class Meeting:
 async def test_a_runs_steps_over_the_codes_size_leave_the_event_loop_free(
     monkeypatch: pytest.MonkeyPatch, step: str
 ) -> None:
-    meeting = Meeting(getattr(_runtimes, step))
-    monkeypatch.setattr(_runtimes, step, meeting)
+    meeting = Meeting(getattr(_monty, step))
+    monkeypatch.setattr(_monty, step, meeting)
     async with at.MontyRuntime(max_processes=1) as runtime, anyio.create_task_group() as tasks:
         tasks.start_soon(meeting.meet)
         presented = at.code_mode(nothing(), runtime)
@@ -246,7 +246,7 @@ def test_making_code_ready_is_linear_in_its_size(shape: str) -> None:
     def work(size: int) -> float:
         code = SHAPES[shape](size)
         started = time.process_time()
-        _runtimes.function_body(code)
+        _code_runtime.function_body(code)
         return time.process_time() - started
 
     small, large = (min(work(size) for _ in range(3)) for size in (25_000, 100_000))

@@ -9,12 +9,10 @@ from amends_toolkit.presentations._index import (
     MAX_PARAMETER_WORDS,
     SearchIndex,
     parameter_text,
-    query_terms,
-    stem,
     summary,
     tool_kind,
-    words,
 )
+from amends_toolkit.presentations._words import words
 from amends_toolkit.runtime import Tool
 
 
@@ -38,22 +36,6 @@ PETS = [
 def names(pairs: list[tuple[str, str]], query: str, limit: int = 5) -> list[str]:
     hits = index(pairs).rank(query, limit)
     return [pairs[position][0] for position in hits.positions]
-
-
-def test_names_read_in_words_whatever_their_case_or_separator() -> None:
-    assert words("create_issue") == words("create-issue") == words("createIssue")
-    assert words("createIssue") == ["create", "issue"]
-    assert words("getHTTPResponse v2") == ["get", "http", "response", "v", "2"]
-    assert words("box__get_files_id#thumb") == ["box", "get", "files", "id", "thumb"]
-
-
-def test_stems_make_the_forms_of_a_word_meet_without_merging_other_words() -> None:
-    assert {stem(w) for w in ("create", "creates", "created", "creating")} == {stem("create")}
-    assert stem("playlists") == stem("playlist")
-    assert stem("policies") == stem("policy")
-    assert stem("matches") == stem("match")
-    assert stem("status") == "status"
-    assert stem("user") != stem("use")
 
 
 def test_a_query_word_scores_for_a_name_word_it_begins() -> None:
@@ -90,8 +72,6 @@ def test_a_query_with_no_words_lists_the_tools_in_order() -> None:
 
 
 def test_common_words_are_left_out_of_a_query_that_has_others() -> None:
-    assert query_terms("list the songs in a playlist") == ["list", "song", "playlist"]
-    assert query_terms("the") == ["the"]
     # "the" is in every description here; only "phone" may match
     assert index(PETS).rank("the phone", 5).matched == 1
 

@@ -246,7 +246,7 @@ def test_building_contacts_no_source_and_compiles_no_validator(
         compiled.append(tool)
         return validator_for(schema, tool=tool)
 
-    monkeypatch.setattr("amends_toolkit.runtime._toolkit.validator_for", counting)
+    monkeypatch.setattr("amends_toolkit.runtime._tools.validator_for", counting)
     definitions = [define(f"t{i}", CLOSED) for i in range(2_000)]
     toolkit = at.assemble([at.Member(Untouchable("s"), definitions)], allow_all)
     assert len(toolkit) == 2_000

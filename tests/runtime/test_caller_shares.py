@@ -12,7 +12,7 @@ import amends_toolkit as at
 from amends_toolkit.runtime import ActorRef, Runtime
 
 from .sources import Honouring
-from .test_actor_inline import Gated, running, told
+from .test_actor import Gated, running, told
 
 pytestmark = pytest.mark.anyio
 

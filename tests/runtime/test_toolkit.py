@@ -199,7 +199,7 @@ async def test_validators_are_compiled_once_per_tool_and_shared_by_sessions(
         compiled.append(tool)
         return validator_for(schema, tool=tool)
 
-    monkeypatch.setattr("amends_toolkit.runtime._toolkit.validator_for", counting)
+    monkeypatch.setattr("amends_toolkit.runtime._tools.validator_for", counting)
     toolkit = at.assemble(
         [at.Member(Recording("s"), [define("a", CLOSED), define("b", CLOSED)])], allow_all
     )

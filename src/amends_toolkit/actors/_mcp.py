@@ -26,7 +26,6 @@ import anyio
 import attrs
 
 from amends_toolkit._errors import (
-    CallFailedError,
     InvalidResponseError,
     NotFoundError,
     UnavailableError,
@@ -38,13 +37,14 @@ from amends_toolkit._options import check_name, check_seconds, check_url
 from amends_toolkit._progress import listener
 from amends_toolkit._tracing import traced
 from amends_toolkit.actors._limits import check_mcp_options
-from amends_toolkit.actors._mcp_errors import (
-    WIRE_ERRORS,
-    check_input,
-    error_for_rpc,
-    error_for_status,
-    wire_error,
+from amends_toolkit.actors._mcp_core import (
+    asked_input,
+    bounded,
+    not_running,
+    session_version,
+    tool_failed,
 )
+from amends_toolkit.actors._mcp_errors import check_input, error_for_rpc, error_for_status
 from amends_toolkit.actors._mcp_listen import (
     LISTEN_RETRY_MAX,
     LISTEN_RETRY_MIN,
@@ -223,7 +223,7 @@ class McpHttpSource:
         Cancellation stops the request and closes its response stream.
         """
         live = self._running()
-        return await self._bounded("tools/list", self._list_tools(live))
+        return await bounded(self._name, self._timeout, "tools/list", self._list_tools(live))
 
     async def call(self, tool: str, input: JsonObject) -> JsonValue:
         """Run a tool: its structured content when it gave some, else its content blocks.
@@ -239,7 +239,9 @@ class McpHttpSource:
         Cancellation stops the call and closes its response stream.
         """
         check_input(self._name, input, max_depth=self._max_depth)
-        return await self._bounded("tools/call", self._call(self._running(), tool, input))
+        return await bounded(
+            self._name, self._timeout, "tools/call", self._call(self._running(), tool, input)
+        )
 
     @asynccontextmanager
     async def lifespan(self) -> AsyncIterator[None]:
@@ -266,7 +268,8 @@ class McpHttpSource:
                     retry, retry_max = self._listen_retry
                     tasks.start_soon(
                         functools.partial(relay_list_changed, retry=retry, retry_max=retry_max),
-                        self,
+                        self._name,
+                        self.listen_once,
                         self._on_list_changed,
                     )
                 try:
@@ -287,10 +290,7 @@ class McpHttpSource:
     def _running(self) -> _Live:
         live = self._live
         if live is None:
-            raise RuntimeError(
-                f"the MCP source {self._name!r} is not running: spawn it on an at.Runtime "
-                "(or hold `async with source.lifespan():` around its use)"
-            )
+            raise not_running("MCP", self._name)
         return live
 
     async def _handle(self, live: _Live, message: _Message) -> object:
@@ -326,20 +326,6 @@ class McpHttpSource:
         else:
             message, headers = None, (await self._ensure_session(live)).headers
         await self._wire.listen(message, headers=headers, on_notification=notified)
-
-    async def _bounded(self, method: str, operation: Awaitable[_T]) -> _T:
-        """Run an operation under the source's ``timeout``, its protocol failures as reasons.
-
-        One deadline over the whole operation: a server's keep-alive comments reset the
-        client's read timeout, so they cannot stand in for it. The operation is given as the
-        coroutine it is, not a function that makes it: a call in flight holds no closure.
-        """
-        with anyio.move_on_after(self._timeout):
-            try:
-                return await operation
-            except WIRE_ERRORS as error:
-                raise wire_error(self._name, error, method=method) from None
-        raise timed_out(self._name, method, "source's timeout", self._timeout)
 
     # Eras and sessions.
 
@@ -407,13 +393,7 @@ class McpHttpSource:
     async def _begin_session(self, live: _Live) -> _Session:
         message = request(next(live.ids), "initialize", initialize_params())
         answer = await self._wire.post(message, headers={})
-        result = self._result(answer, "initialize")
-        version = result.get("protocolVersion")
-        if version not in SESSION_VERSIONS or not isinstance(version, str):
-            raise UnsupportedError(
-                source=self._name,
-                message=f"the server answered initialize with the version {version!r}",
-            )
+        version = session_version(self._name, self._result(answer, "initialize"))
         session_id = answer.session_id
         if session_id is not None and not (
             session_id and all(ord(c) in _VISIBLE_ASCII for c in session_id)
@@ -639,11 +619,9 @@ class McpHttpSource:
             if isinstance(outcome, Complete):
                 return outcome.value
             if isinstance(outcome, ToolFailed):
-                raise CallFailedError(source=self._name, message=outcome.text)
+                raise tool_failed(self._name, outcome)
             if outcome.asks_input or outcome.request_state is None:
-                raise UnsupportedError(
-                    source=self._name, message=f"{tool} asked for input (input_required)"
-                )
+                raise asked_input(self._name, tool)
             if attempt < MAX_RESENDS:
                 await anyio.sleep(resend_delay(attempt))
             state = outcome.request_state

@@ -20,10 +20,9 @@ from amends_toolkit.protocols.mcp._http import ListenRefused, StreamEnded, Unrea
 from amends_toolkit.protocols.mcp._jsonrpc import ProtocolError, modern_meta, request
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Awaitable, Callable
 
     from amends_toolkit._json import JsonObject
-    from amends_toolkit.actors._mcp import McpHttpSource
 
 __all__ = ("LISTEN_RETRY_MAX", "LISTEN_RETRY_MIN", "LIST_CHANGED", "relay_list_changed")
 
@@ -39,16 +38,20 @@ failures."""
 
 
 async def relay_list_changed(
-    source: McpHttpSource,
+    name: str,
+    listen_once: Callable[[Callable[[str], None]], Awaitable[None]],
     on_list_changed: Callable[[], None],
     *,
     retry: float = LISTEN_RETRY_MIN,
     retry_max: float = LISTEN_RETRY_MAX,
 ) -> None:
-    """Listen until cancelled, calling ``on_list_changed`` for each list_changed notification;
-    a stream that ended is opened again after ``retry`` seconds, one that failed after twice
-    the last wait, at most ``retry_max``."""
-    name = source.name
+    """Listen until cancelled, calling ``on_list_changed`` for each list_changed notification.
+
+    ``listen_once`` (the source's, given so this module needs no source's) holds one stream
+    open until it ends, handing each notification's method to the function it is given. A
+    stream that ended is opened again after ``retry`` seconds, one that failed after twice the
+    last wait, at most ``retry_max``; ``name`` is the source's, for the log.
+    """
 
     def notified(method: str) -> None:
         if method == LIST_CHANGED:
@@ -58,7 +61,7 @@ async def relay_list_changed(
     delay = retry
     while True:
         try:
-            await source.listen_once(notified)
+            await listen_once(notified)
             delay = retry
         except ListenRefused as refused:
             _log.info("mcp.listen_refused", source=name, answer=str(refused))

@@ -24,23 +24,25 @@ from typing import TYPE_CHECKING, TypeVar
 import anyio
 import attrs
 
-from amends_toolkit._errors import (
-    CallFailedError,
-    UnsupportedError,
-)
 from amends_toolkit._json import MAX_DEPTH
 from amends_toolkit._log import get_logger
 from amends_toolkit._options import check_name
 from amends_toolkit._progress import listener
 from amends_toolkit._tracing import traced
 from amends_toolkit.actors._limits import check_mcp_options
-from amends_toolkit.actors._mcp_errors import WIRE_ERRORS, check_input, error_for_rpc, wire_error
+from amends_toolkit.actors._mcp_core import (
+    asked_input,
+    bounded,
+    not_running,
+    session_version,
+    tool_failed,
+)
+from amends_toolkit.actors._mcp_errors import check_input, error_for_rpc
 from amends_toolkit.actors._mcp_listen import LIST_CHANGED
 from amends_toolkit.actors._mcp_listing import list_tools
 from amends_toolkit.actors._mcp_tracing import traced_request
 from amends_toolkit.protocols.mcp._jsonrpc import (
     MAX_MESSAGE_BYTES,
-    SESSION_VERSIONS,
     ErrorResponse,
     Notification,
     initialize_params,
@@ -135,7 +137,7 @@ class McpStdioSource:
 
         Cancellation stops the request and tells the server with ``notifications/cancelled``.
         """
-        return await self._bounded("tools/list", self._list_tools)
+        return await bounded(self._name, self._timeout, "tools/list", self._list_tools())
 
     async def call(self, tool: str, input: JsonObject) -> JsonValue:
         """Run a tool: its structured content when it gave some, else its content blocks.
@@ -150,7 +152,7 @@ class McpStdioSource:
         Cancellation stops the call and tells the server with ``notifications/cancelled``.
         """
         check_input(self._name, input, max_depth=self._max_depth)
-        return await self._bounded("tools/call", lambda: self._call(tool, input))
+        return await bounded(self._name, self._timeout, "tools/call", self._call(tool, input))
 
     @asynccontextmanager
     async def lifespan(self) -> AsyncIterator[None]:
@@ -209,23 +211,11 @@ class McpStdioSource:
             _log.info("mcp.tools_changed", source=self._name)
             self._on_list_changed()
 
-    async def _bounded(self, method: str, operation: Callable[[], Awaitable[_T]]) -> _T:
-        """Run an operation under the source's ``timeout``, its protocol failures as reasons."""
-        with anyio.move_on_after(self._timeout):
-            try:
-                return await operation()
-            except WIRE_ERRORS as error:
-                raise wire_error(self._name, error, method=method) from None
-        raise timed_out(self._name, method, "source's timeout", self._timeout)
-
     async def _ready(self) -> StdioConnection:
         """The connection, its session begun (once, however many calls ask at the same time)."""
         live = self._live
         if live is None:
-            raise RuntimeError(
-                f"the stdio source {self._name!r} is not running: spawn it on an at.Runtime "
-                "(or hold `async with source.lifespan():` around its use)"
-            )
+            raise not_running("stdio", self._name)
         if live.version is None:
             await live.loop.ask(_Begin())
         return live.connection
@@ -243,12 +233,7 @@ class McpStdioSource:
         reply = await connection.request("initialize", initialize_params(), cancellable=False)
         if isinstance(reply, ErrorResponse):
             raise error_for_rpc(self._name, reply, method="initialize")
-        version = reply.result.get("protocolVersion")
-        if not isinstance(version, str) or version not in SESSION_VERSIONS:
-            raise UnsupportedError(
-                source=self._name,
-                message=f"the server answered initialize with the version {version!r}",
-            )
+        version = session_version(self._name, reply.result)
         await connection.notify("notifications/initialized")
         _log.info("mcp.session_begun", source=self._name, version=version, transport="stdio")
         return version
@@ -298,11 +283,9 @@ class McpStdioSource:
         if isinstance(outcome, Complete):
             return outcome.value
         if isinstance(outcome, ToolFailed):
-            raise CallFailedError(source=self._name, message=outcome.text)
+            raise tool_failed(self._name, outcome)
         # input_required is of the stateless protocol; a session server has no business with it.
-        raise UnsupportedError(
-            source=self._name, message=f"{tool} asked for input (input_required)"
-        )
+        raise asked_input(self._name, tool)
 
 
 def stdio(

@@ -424,13 +424,18 @@ class ToolkitServer:
                 return await self._resume(paused, answer, call)
         asker = _Asker(ctx, toolkit, call.name, arguments, answer=answer, again=again)
         # Progress is relayed only to a client that asked for it with a token, and only while
-        # its request is open: not by a run that may outlive it (a paused one).
+        # its request is open: a run apart (which may pause and outlive it) stops relaying
+        # once the request is answered.
         asked = ctx.meta is not None and ctx.meta.get("progress_token") is not None
         parking = self._parking
         parks = asker.modern and parking is not None and asker.can_ask()
+        answered = anyio.Event()
 
         async def relay(name: str, progress: Progress) -> None:
-            await ctx.session.report_progress(progress.progress, progress.total, progress.message)
+            if not answered.is_set():
+                await ctx.session.report_progress(
+                    progress.progress, progress.total, progress.message
+                )
 
         async def invoke() -> ToolResult:
             # A session per call: approval, on_error and timeout behave as in a harness, and a
@@ -441,7 +446,7 @@ class ToolkitServer:
                     approve=self._approve,
                     on_error=self._on_error,
                     timeout=self._timeout,
-                    on_progress=relay if asked and not parks else None,
+                    on_progress=relay if asked else None,
                 ) as session:
                     result = await session.invoke(call.name, arguments)
             return result
@@ -454,7 +459,10 @@ class ToolkitServer:
         run = _Run(parking, ttl=self._states.ttl)
         asker.run, run.asker = run, asker
         parking.start(run, invoke)
-        return await self._follow(run, asker, call)
+        try:
+            return await self._follow(run, asker, call)
+        finally:
+            answered.set()
 
     async def _resume(
         self, paused: str, answer: bool | None, call: _Called

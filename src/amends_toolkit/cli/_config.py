@@ -7,6 +7,14 @@ The keys are binding (hosts rely on them)::
     mcp = "https://tasks.example.com/mcp"     # or stdio = ["cmd", "arg"], or openapi = "doc.json"
     headers = { Authorization = "Bearer ${TASKS_TOKEN}" }   # values only from the environment
     timeout = 30
+    credentials = "shared"      # or "per-caller": each caller's own (see cli/_per_caller.py)
+
+    [credentials]               # where per-caller credentials are kept (cli/_credentials.py)
+    store = "tokens.db"         # SQLite beside this file, or "redis://host:6379/0" or "${VAR}"
+    max_callers = 1000          # each per-caller source's callers with an actor at once
+    public_url = "https://gw.example.com"     # where callers reach the gateway (for /connect)
+    refresh_before = 60         # refresh a caller's OAuth token this many seconds before expiry
+    connect_timeout = 600       # seconds a /connect flow waits for its authorization
 
     [policy]                    # globs over tools' names; the most restrictive match wins
     allow = ["tasks__list_*"]
@@ -91,6 +99,8 @@ __all__ = (
     "ApprovalConfig",
     "AuthConfig",
     "ConfigError",
+    "CredentialsConfig",
+    "ExchangeConfig",
     "GatewayConfig",
     "LimitsConfig",
     "MatchConfig",
@@ -99,6 +109,7 @@ __all__ = (
     "ServeConfig",
     "SourceConfig",
     "TelemetryConfig",
+    "caller_secret",
     "expand_header",
     "is_env_template",
     "is_loopback",
@@ -122,10 +133,18 @@ _ENV_VALUE: Final = re.compile(
     r"^(?P<scheme>(?:Bearer|Basic|Token) )?\$\{(?P<var>[A-Za-z_][A-Za-z0-9_]*)\}$"
 )
 """A header value: ``${VAR}``, optionally after an auth scheme (a scheme word is no secret)."""
+_CALLER_VALUE: Final = re.compile(
+    r"^(?P<scheme>(?:Bearer|Basic|Token) )?\$\{caller:(?P<name>[A-Za-z0-9_-]{1,64})\}$"
+)
+"""A per-caller source's header value: ``${caller:NAME}``, the caller's secret NAME from the
+credential store, optionally after an auth scheme."""
+MAX_CALLERS: Final = 1_000
+"""Callers of one per-caller source with an actor (and a client) at once; past it the least
+recently served one's actor stops (its next call makes it again)."""
 _NAME: Final = re.compile(r"^[A-Za-z0-9_-]{1,32}$")
 _SOURCE_KEYS: Final = frozenset(
     ("name", "mcp", "stdio", "openapi", "base_url", "env", "cwd", "headers", "timeout", "auth",
-     "token_file", "redirect_uri", "propagate_trace")
+     "token_file", "redirect_uri", "propagate_trace", "credentials", "exchange")
 )  # fmt: skip
 _SERVE_KEYS: Final = frozenset(
     (
@@ -151,6 +170,9 @@ _SERVE_KEYS: Final = frozenset(
         "approval_key",
         "limits_storage",
     )
+)
+_CREDENTIALS_KEYS: Final = frozenset(
+    ("store", "max_callers", "public_url", "refresh_before", "connect_timeout")
 )
 _AUTH_KEYS: Final = frozenset(("type", "issuer", "audience", "scopes", "keys"))
 _TELEMETRY_KEYS: Final = frozenset(("otlp_endpoint", "service_name"))
@@ -195,6 +217,13 @@ class SourceConfig:
     propagate_trace: bool = False
     """openapi: send a traced call's ``traceparent`` header to the API."""
 
+    credentials: Literal["shared", "per-caller"] = "shared"
+    """``shared``: one credential serves every caller (``headers``, ``auth``'s token file);
+    ``per-caller``: each caller's own, from the credential store, in an actor of its own."""
+    exchange: ExchangeConfig | None = None
+    """A per-caller source's token exchange (RFC 8693): each caller's inbound token exchanged
+    for one meant for this upstream."""
+
 
 @attrs.frozen(kw_only=True)
 class TelemetryConfig:
@@ -205,6 +234,20 @@ class TelemetryConfig:
     ``/v1/traces``. ``None``: the ``OTEL_EXPORTER_OTLP_*`` variables decide."""
     service_name: str = "amends-toolkit"
     """The ``service.name`` of the spans (``OTEL_SERVICE_NAME`` wins)."""
+
+
+@attrs.frozen(kw_only=True)
+class ExchangeConfig:
+    """A source's ``exchange`` table (RFC 8693 token exchange, see ``cli/_exchange.py``)."""
+
+    token_url: str
+    """The authorization server's token endpoint (the issuer of the callers' tokens)."""
+    audience: str
+    """What the exchanged token is meant for: the upstream (its ``aud``)."""
+    client_id: str
+    """The gateway's client at the authorization server."""
+    client_secret: str
+    """Its secret's template (``${VAR}``), expanded from the environment at start."""
 
 
 @attrs.frozen(kw_only=True)
@@ -336,6 +379,24 @@ class AuthConfig:
 
 
 @attrs.frozen(kw_only=True)
+class CredentialsConfig:
+    """The ``[credentials]`` table: where per-caller credentials are kept."""
+
+    store: str
+    """A SQLite file's path (relative to the configuration's directory), or a Redis URL without
+    a password, or ``${VAR}`` naming either (see ``cli/_credentials.py``)."""
+    max_callers: int = MAX_CALLERS
+    """Callers of one per-caller source with an actor at once (see ``MAX_CALLERS``)."""
+    public_url: str | None = None
+    """The gateway's address as callers' browsers reach it (``https://gw.example.com``), in
+    ``/connect`` addresses and OAuth callbacks; none: its own (``http://HOST:PORT``)."""
+    refresh_before: float = 60.0
+    """Seconds before a caller's OAuth access token expires when it is refreshed."""
+    connect_timeout: float = 600.0
+    """Seconds a ``/connect`` flow waits for the caller to authorize."""
+
+
+@attrs.frozen(kw_only=True)
 class GatewayConfig:
     """A whole configuration file."""
 
@@ -358,6 +419,8 @@ class GatewayConfig:
     """``[approval] max_pending``: approvals pending at once, in all."""
     approval_max_pending_per_caller: int = MAX_PENDING_PER_CALLER
     """``[approval] max_pending_per_caller``: approvals pending at once of one caller."""
+    credentials: CredentialsConfig | None = None
+    """None when the file has no ``[credentials]``: no source may be per caller."""
 
 
 def load_config(path: Path) -> GatewayConfig:
@@ -395,6 +458,13 @@ def expand_header(template: str, environ: dict[str, str] | None = None) -> str:
     if not values.get(var):
         raise KeyError(var)
     return f"{match['scheme'] or ''}{values[var]}"
+
+
+def caller_secret(template: str) -> tuple[str, str] | None:
+    """A per-caller header's scheme word (``"Bearer "`` or ``""``) and the name of the caller's
+    secret it takes (``${caller:NAME}``); ``None`` for any other value."""
+    match = _CALLER_VALUE.match(template)
+    return None if match is None else (match["scheme"] or "", match["name"])
 
 
 def is_loopback(host: str) -> bool:
@@ -449,12 +519,23 @@ class _Reader:
 
     def read(self, data: dict[str, object]) -> GatewayConfig:
         unknown = sorted(
-            set(data) - {"sources", "policy", "serve", "auth", "profiles", "telemetry", "approval"}
+            set(data)
+            - {
+                "sources",
+                "policy",
+                "serve",
+                "auth",
+                "profiles",
+                "telemetry",
+                "approval",
+                "credentials",
+            }
         )
         if unknown:
             raise ConfigError(
                 f"{self.path}: unknown table or key {unknown[0]!r}; the keys are [[sources]], "
-                "[policy], [serve], [auth], [[profiles]], [telemetry] and [approval]"
+                "[policy], [serve], [auth], [[profiles]], [telemetry], [approval] and "
+                "[credentials]"
                 + (" (one table: [approval] store)" if unknown[0] == "approvals" else "")
             )
         raw_sources = data.get("sources")
@@ -478,6 +559,28 @@ class _Reader:
                 '(type = "keys") or tokens (type = "oauth")',
                 table="auth", key="type",
             )  # fmt: skip
+        credentials = self._credentials(data["credentials"]) if "credentials" in data else None
+        for i, source in enumerate(sources):
+            if source.credentials != "per-caller":
+                continue
+            if credentials is None:
+                raise self.fail(
+                    f'source {source.name!r} has credentials = "per-caller": add a '
+                    '[credentials] table naming where they are kept (store = "tokens.db")',
+                    table="sources", index=i, key="credentials",
+                )  # fmt: skip
+            if auth is None or auth.type == "none":
+                raise self.fail(
+                    f'source {source.name!r} has credentials = "per-caller", which needs callers '
+                    'the gateway knows: [auth] type = "keys" or "oauth"',
+                    table="sources", index=i, key="credentials",
+                )  # fmt: skip
+            if source.exchange is not None and auth.type != "oauth":
+                raise self.fail(
+                    f"source {source.name!r} exchanges its callers' tokens, which needs callers "
+                    'with tokens: [auth] type = "oauth"',
+                    table="sources", index=i, key="exchange",
+                )  # fmt: skip
         raw_profiles = data.get("profiles", [])
         if not isinstance(raw_profiles, list):
             raise self.fail("profiles must be tables, each written [[profiles]]", table="profiles")
@@ -504,6 +607,7 @@ class _Reader:
             profiles=profiles,
             telemetry=self._telemetry(data.get("telemetry", {})),
             **approval,
+            credentials=credentials,
         )
 
     def _gateway_approval(
@@ -790,11 +894,28 @@ class _Reader:
                 'headers must be a table, such as headers = { Authorization = "Bearer ${TOKEN}" }',
                 "headers",
             )
+        credentials = raw.get("credentials", "shared")
+        if credentials not in ("shared", "per-caller"):
+            raise fail('credentials must be "shared" or "per-caller"', "credentials")
+        if credentials == "per-caller" and kind == "stdio":
+            raise fail(
+                'credentials = "per-caller" is for mcp and openapi sources (a stdio server has '
+                "no caller's credentials to send)",
+                "credentials",
+            )
+        per_caller = credentials == "per-caller"
         for header, template in headers.items():
-            if not is_env_template(template):
+            if caller_secret(template) is not None and not per_caller:
+                raise fail(
+                    f'header {header!r} takes a caller\'s secret ("${{caller:NAME}}"), which '
+                    'needs credentials = "per-caller" on its source',
+                    "headers",
+                )
+            if not (is_env_template(template) or caller_secret(template) is not None):
                 raise fail(
                     f'header {header!r} must take its value from the environment, as "${{VAR}}" '
-                    '(or "Bearer ${VAR}"): a secret written in the file is refused',
+                    '(or "Bearer ${VAR}"), or from the caller\'s secrets, as '
+                    '"${caller:NAME}": a secret written in the file is refused',
                     "headers",
                 )
         timeout = raw.get("timeout")
@@ -804,7 +925,45 @@ class _Reader:
         if auth is not None and (auth != "oauth" or kind != "mcp"):
             raise fail('auth may only be "oauth", on an mcp source', "auth")
         token_file = raw.get("token_file")
-        if auth == "oauth" and not isinstance(token_file, str):
+        if per_caller and "redirect_uri" in raw:
+            raise fail(
+                "a per-caller source's OAuth redirect is the gateway's own "
+                "(/connect/SOURCE/callback, at [credentials] public_url): remove redirect_uri",
+                "redirect_uri",
+            )
+        if per_caller and "token_file" in raw:
+            raise fail(
+                "a per-caller source keeps each caller's tokens in [credentials] store, "
+                "not in a token_file: remove it",
+                "token_file",
+            )
+        exchange = self._exchange(raw["exchange"], fail) if "exchange" in raw else None
+        if exchange is not None and not per_caller:
+            raise fail('exchange needs credentials = "per-caller"', "exchange")
+        if exchange is not None and auth is not None:
+            raise fail(
+                'exchange and auth = "oauth" are two ways to a caller\'s token: keep one',
+                "exchange",
+            )
+        if exchange is not None and any(h.lower() == "authorization" for h in headers):
+            raise fail(
+                "exchange sends the exchanged token as Authorization: remove that header",
+                "headers",
+            )
+        if (
+            per_caller
+            and auth is None
+            and exchange is None
+            and not any(caller_secret(template) is not None for template in headers.values())
+        ):
+            raise fail(
+                'credentials = "per-caller" needs what is each caller\'s: auth = "oauth" (each '
+                "caller connects its account), exchange = { token_url, audience, ... } (the "
+                'caller\'s own token exchanged), or a header "${caller:NAME}" (a secret an '
+                "admin sets with amends-toolkit credentials set)",
+                "credentials",
+            )
+        if auth == "oauth" and not per_caller and not isinstance(token_file, str):
             raise fail(
                 'auth = "oauth" needs token_file = "PATH" (where the tokens are kept)', "auth"
             )
@@ -841,7 +1000,74 @@ class _Reader:
             token_file=(self.path.parent / token_file) if isinstance(token_file, str) else None,
             redirect_uri=redirect_uri,
             propagate_trace=propagate_trace,
+            credentials=credentials,
+            exchange=exchange,
         )
+
+    @staticmethod
+    def _exchange(raw: object, fail: Callable[[str, str], ConfigError]) -> ExchangeConfig:
+        example = (
+            'exchange = { token_url = "https://idp.example.com/token", audience = '
+            '"https://api.example.com", client_id = "gateway", client_secret = "${SECRET}" }'
+        )
+        keys = ("token_url", "audience", "client_id", "client_secret")
+        if not isinstance(raw, dict) or set(raw) != set(keys):
+            raise fail(f"exchange must be a table of {', '.join(keys)}, as {example}", "exchange")
+        if not all(isinstance(raw[key], str) and raw[key] for key in keys):
+            raise fail(f"each of exchange's keys is a string, as {example}", "exchange")
+        if not _is_served_url(raw["token_url"]):
+            raise fail(
+                "exchange's token_url must be https (http only on a loopback address)", "exchange"
+            )
+        if not _is_key_template(raw["client_secret"]):
+            raise fail(
+                'exchange\'s client_secret must come from the environment, as "${VAR}": a '
+                "secret written in the file is refused",
+                "exchange",
+            )
+        return ExchangeConfig(**raw)
+
+    def _credentials(self, raw: object) -> CredentialsConfig:
+        raw, fail = self._table(raw, "credentials", _CREDENTIALS_KEYS)
+        store = raw.get("store")
+        if not isinstance(store, str) or not store:
+            raise fail(
+                'store must say where credentials are kept: a file (store = "tokens.db"), a '
+                'Redis URL without a password, or one from the environment ("${REDIS_URL}")',
+                "store",
+            )
+        if store.startswith("redis") and not _is_storage(store):
+            raise fail(
+                "a Redis store's URL has no password in the file: take it from the environment, "
+                'as store = "${REDIS_URL}"',
+                "store",
+            )
+        if "://" not in store and not _is_key_template(store):
+            store = str(self.path.parent / store)
+        options: dict[str, Any] = {"store": store}
+        public_url = raw.get("public_url")
+        if public_url is not None:
+            if (
+                not isinstance(public_url, str)
+                or not _is_served_url(public_url)
+                or (urlsplit(public_url).path not in ("", "/"))
+            ):
+                raise fail(
+                    'public_url must be the gateway\'s address, such as "https://gw.example.com" '
+                    "(http only on a loopback address; no path)",
+                    "public_url",
+                )
+            options["public_url"] = public_url.rstrip("/")
+        for key in ("refresh_before", "connect_timeout"):
+            if key in raw:
+                if not _positive(raw[key]):
+                    raise fail(f"{key} must be a positive number of seconds", key)
+                options[key] = float(raw[key])
+        if "max_callers" in raw:
+            if not _counted(raw["max_callers"]):
+                raise fail("max_callers must be a whole number above 0", "max_callers")
+            options["max_callers"] = raw["max_callers"]
+        return CredentialsConfig(**options)
 
     def _table(
         self, raw: object, table: str, known: frozenset[str]

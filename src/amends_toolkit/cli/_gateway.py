@@ -57,6 +57,7 @@ from starlette.routing import Route
 from amends_toolkit import _tracing, adapters
 from amends_toolkit._errors import (
     ApprovalRequired,
+    ConnectionRequired,
     Failure,
     LimitExceeded,
     NameClash,
@@ -74,10 +75,11 @@ from amends_toolkit.cli._connections import FILES_RESERVED, raise_open_files, ti
 from amends_toolkit.cli._limits import CallerLimits, limits_storage
 from amends_toolkit.cli._metrics import GatewayMetrics
 from amends_toolkit.cli._output import silence
+from amends_toolkit.cli._per_caller import PerCallerSource, serving
 from amends_toolkit.cli._pinning import SessionPinning
 from amends_toolkit.cli._policy import GlobPolicy
 from amends_toolkit.cli._profiles import profile_of
-from amends_toolkit.cli._sources import build_source
+from amends_toolkit.cli._sources import build_per_caller, build_source, open_connections
 from amends_toolkit.cli._telemetry import exporting
 from amends_toolkit.cli._terminal import has_terminal
 from amends_toolkit.presentations import MontyRuntime, code_mode, tool_search
@@ -87,6 +89,7 @@ from amends_toolkit.runtime import (
     Runtime,
     ToolEntry,
     Toolkit,
+    ToolSource,
     assemble,
     calling_as,
 )
@@ -108,6 +111,8 @@ if TYPE_CHECKING:
     from amends_toolkit.adapters import Authenticator, Caller
     from amends_toolkit.adapters.mcp_front import ToolkitServer
     from amends_toolkit.cli._config import AuthConfig, GatewayConfig, ServeConfig
+    from amends_toolkit.cli._connect import Connector
+    from amends_toolkit.cli._credentials import CredentialStore
     from amends_toolkit.cli._output import Output
     from amends_toolkit.presentations import CodeRuntime
 
@@ -209,6 +214,11 @@ class Gateway:
             )
         self.limits: CallerLimits | None = None
         self.refs: dict[str, ActorRef] = {}
+        """The actors of the shared sources (each per-caller source's are its own)."""
+        self.sources: dict[str, ToolSource] = {}
+        """Every source, in the configuration's order: an actor, or a per-caller source."""
+        self.connectors: list[Connector] = []
+        """The ``/connect`` routes of the per-caller OAuth sources."""
         self.catalog: dict[str, tuple[ToolDefinition, ...]] = {}
         self.failed: dict[str, ToolSourceError] = {}
         self.discovered: set[str] = set()
@@ -227,6 +237,7 @@ class Gateway:
         self._idle = anyio.Event()
         self._refresh_wanted = anyio.Event()
         self.approval = GatewayApprovals(config, terminal=approve_on_terminal)
+        self._listing = anyio.Lock()
         self._sandbox: CodeRuntime | None = None
         self._served: dict[str, Signature] = {}
         self._tools = 0
@@ -284,16 +295,45 @@ class Gateway:
                 anyio.open_signal_receiver(signal.SIGHUP, signal.SIGINT, signal.SIGTERM)
             )
             await stack.enter_async_context(self.approval.open())
+            pool = await open_connections(stack)
             runtime = await stack.enter_async_context(Runtime())
+            store = await self._credential_store(stack)
+            # Where per-caller sources stop the actors they let go; left before the runtime.
+            evictions = await stack.enter_async_context(anyio.create_task_group())
+            spawn = {
+                "call_timeout": serve.call_timeout,
+                "max_per_caller": serve.max_in_flight_per_caller,
+            }
             for source_config in self.config.sources:
-                built = await build_source(source_config, stack, on_list_changed=self.want_refresh)
+                if source_config.credentials == "per-caller":
+                    assert store is not None  # checked when the configuration was read
+                    assert self.config.credentials is not None
+                    built = await build_per_caller(
+                        source_config,
+                        stack,
+                        runtime=runtime,
+                        store=store,
+                        tasks=evictions,
+                        max_callers=self.config.credentials.max_callers,
+                        spawn=spawn,
+                        base_url=self.public_url,
+                        refresh_before=self.config.credentials.refresh_before,
+                        connect_timeout=self.config.credentials.connect_timeout,
+                        on_list_changed=self.want_refresh,
+                    )
+                    if built.connector is not None:
+                        self.connectors.append(built.connector)
+                else:
+                    built = await build_source(
+                        source_config, stack, connections=pool, on_list_changed=self.want_refresh
+                    )
                 for skip in built.skipped:
                     self.output.note(f"{source_config.name}: skipped {skip}")
-                self.refs[source_config.name] = await runtime.spawn(
-                    built.source,
-                    call_timeout=serve.call_timeout,
-                    max_per_caller=serve.max_in_flight_per_caller,
-                )
+                if source_config.credentials == "per-caller":
+                    self.sources[source_config.name] = built.source
+                else:
+                    ref = await runtime.spawn(built.source, **spawn)  # type: ignore[arg-type]
+                    self.sources[source_config.name] = self.refs[source_config.name] = ref
             if any(profile.presentation == "code" for profile in self.profiles):
                 self._sandbox = await stack.enter_async_context(MontyRuntime())
             with self.output.status("Discovering the sources' tools"):
@@ -387,6 +427,24 @@ class Gateway:
             return OpenAuthenticator()
         return None
 
+    async def _credential_store(self, stack: AsyncExitStack) -> CredentialStore | None:
+        """``[credentials] store``, opened under the key from the environment; none without a
+        ``[credentials]`` table.
+
+        Raises:
+            ConfigError: no key, a wrong key, or a store that cannot be opened.
+        """
+        if self.config.credentials is None:
+            return None
+        from amends_toolkit.cli._credentials import StoreError, open_store
+
+        try:
+            store = await open_store(self.config.credentials.store)
+        except StoreError as error:
+            raise ConfigError(f"{self.config.path}: [credentials] {error}") from None
+        stack.push_async_callback(store.aclose)
+        return store
+
     def _limits_storage(self) -> Storage:
         """``[serve] limits_storage``, its ``${VAR}`` expanded.
 
@@ -406,6 +464,14 @@ class Gateway:
             return limits_storage(uri)
         except ValueError as error:
             raise ConfigError(f"{self.config.path}: [serve] {error}") from None
+
+    def public_url(self) -> str:
+        """The gateway's address as callers reach it: ``[credentials] public_url``, else its
+        own, once it listens."""
+        credentials = self.config.credentials
+        if credentials is not None and credentials.public_url is not None:
+            return credentials.public_url
+        return self.url.removesuffix(self.config.serve.path)
 
     @property
     def url(self) -> str:
@@ -563,13 +629,41 @@ class Gateway:
         if changed:
             await self._tell_clients()
 
+    async def _list_as(self, caller: Caller, bearer: str | None) -> None:
+        """List the per-caller sources that have no tools yet (no caller had credentials when
+        they were last listed) as this caller, once at a time; when one has tools now, the
+        toolkits are assembled again (and clients told), before this caller's list is read."""
+        unlisted = [
+            (name, source)
+            for name, source in self.sources.items()
+            if isinstance(source, PerCallerSource) and not self.catalog.get(name)
+        ]
+        if not unlisted or self._listing.locked():
+            return
+        async with self._listing:
+            found = False
+            with serving(caller, bearer):
+                for name, source in unlisted:
+                    try:
+                        found = bool(await source.discover()) or found
+                    except ToolSourceError as error:
+                        _log.debug("gateway.list_as_failed", source=name, reason=error.reason)
+            if found:
+                # Listed again through the actor just made: no caller's context is needed.
+                await self.refresh()
+
     async def _discover(self) -> dict[str, tuple[ToolDefinition, ...]]:
         """Every source's catalog, listed again; one that fails to list keeps its last."""
         catalog = dict(self.catalog)
 
-        async def one(name: str, ref: ActorRef) -> None:
+        async def one(name: str, source: ToolSource) -> None:
             try:
-                catalog[name] = tuple(await ref.discover())
+                catalog[name] = tuple(await source.discover())
+            except ConnectionRequired:
+                # A per-caller source no caller has credentials for yet: nothing failed (the
+                # gateway stays ready); it is listed once a caller connects, or lists.
+                self.failed.pop(name, None)
+                _log.info("gateway.not_connected_yet", source=name)
             except ToolSourceError as error:
                 self.failed[name] = error
                 # The whole message (it may name an address or a command) is the operator's.
@@ -584,8 +678,8 @@ class Gateway:
             self.discovered.add(name)
 
         async with anyio.create_task_group() as tasks:
-            for name, ref in self.refs.items():
-                tasks.start_soon(one, name, ref)
+            for name, source in self.sources.items():
+                tasks.start_soon(one, name, source)
         return catalog
 
     def _assemble(
@@ -602,8 +696,8 @@ class Gateway:
             NameClash: tools of the catalogs that would share one name.
         """
         members = [
-            Member(ref, catalog.get(name, ()))
-            for name, ref in self.refs.items()
+            Member(source, catalog.get(name, ()))
+            for name, source in self.sources.items()
             if profile.sources is None or name in profile.sources
         ]
         policy = profile.policy
@@ -717,6 +811,10 @@ class Gateway:
 
         async def listed(ctx: ServerRequestContext[Any], params: Any) -> Any:
             request = ctx.request
+            if request is not None:
+                caller = caller_of(cast("Request", request).scope)
+                if caller is not None:
+                    await self._list_as(caller, _bearer(ctx, caller))
             key = None if request is None else request.headers.get("mcp-session-id")
             if ctx.protocol_version in HANDSHAKE_PROTOCOL_VERSIONS and key:
                 # As many as may be open; the oldest is forgotten past it.
@@ -754,7 +852,7 @@ class Gateway:
             assert self.limits is not None
             try:
                 async with self.limits.admitted(profile, who):
-                    with calling_as(who):
+                    with calling_as(who), serving(caller, _bearer(ctx, caller)):
                         answered = await call_tool(ctx, params)
                 if isinstance(answered, types.InputRequiredResult):
                     # The client is asked (2026-07-28): the call comes again with its answer.
@@ -888,7 +986,7 @@ class Gateway:
                 body["why"] = why
             body["sources"] = {
                 name: _health(self.failed[name]) if name in self.failed else "ok"
-                for name in self.refs
+                for name in self.sources
             }
             body["tools"] = self._tools
             return JSONResponse(body, status_code=200 if why is None else 503)
@@ -914,6 +1012,8 @@ class Gateway:
                 *self.approval.routes(authenticator),
             ]
         )
+        for connector in self.connectors:
+            app.router.routes.extend(connector.routes(authenticator))
         return app
 
     def _unready(self) -> str | None:
@@ -922,10 +1022,10 @@ class Gateway:
         down after a discovery keeps its tools: its calls fail until it is back, the rest
         answer). A gateway whose every source failed serves nothing: a balancer should send
         agents elsewhere."""
-        if not self.discovered >= set(self.refs):
+        if not self.discovered >= set(self.sources):
             return "discovering the sources"
         if self.failed and not any(self.catalog.values()):
-            return f"no source has tools to serve: {len(self.failed)} of {len(self.refs)} failed"
+            return f"no source has tools to serve: {len(self.failed)} of {len(self.sources)} failed"
         return None
 
 
@@ -1028,6 +1128,16 @@ def _client_trace(ctx: ServerRequestContext[Any]) -> Context | None:
         return None
     request = ctx.request
     return None if request is None else _tracing.extracted(cast("Request", request).headers)
+
+
+def _bearer(ctx: ServerRequestContext[Any], caller: Caller | None) -> str | None:
+    """The token an OAuth caller presented (verified by the authenticator): what a per-caller
+    source's token exchange exchanges. Never sent upstream itself."""
+    request = cast("Request | None", ctx.request)
+    if caller is None or caller.kind != "oauth" or request is None:
+        return None
+    scheme, _, token = request.headers.get("authorization", "").partition(" ")
+    return token.strip() if scheme.lower() == "bearer" and token.strip() else None
 
 
 def _health(error: ToolSourceError) -> str:

@@ -1,4 +1,4 @@
-"""``amends-toolkit``: serve (an MCP gateway), inspect, call, demo.
+"""``amends-toolkit``: serve (an MCP gateway), inspect, call, credentials, demo.
 
 A failure a person can act on (an unreachable server, a refused credential, a wrong key in the
 configuration, with its line) is one line on stderr and exit status 1; ``--debug`` shows the
@@ -36,6 +36,7 @@ EXTRAS = {
     "serve": _GATEWAY,
     "inspect": ("gateway", ("rich", "httpx2")),
     "call": ("gateway", ("rich", "httpx2")),
+    "credentials": ("gateway", ("rich", "cryptography")),
     "demo": ("demo", ("rich", "fastmcp", "uvicorn", "starlette", "pydantic_monty")),
 }
 """The extra each command needs, and the top-level modules of it that the command imports
@@ -137,6 +138,31 @@ def _parser() -> argparse.ArgumentParser:
     call.add_argument("target", nargs="*", help=argparse.SUPPRESS)
     source_options(call)
 
+    credentials = commands.add_parser(
+        "credentials",
+        parents=[debug],
+        help="set, list or delete callers' own credentials for per-caller sources",
+    )
+    credentials.add_argument(
+        "--config",
+        type=Path,
+        default=Path("gateway.toml"),
+        metavar="CONFIG.toml",
+        help="the gateway's configuration, whose [credentials] store is used (gateway.toml)",
+    )
+    actions = credentials.add_subparsers(dest="action", required=True, metavar="ACTION")
+    set_ = actions.add_parser(
+        "set", help="keep a caller's secret, read from stdin (or asked for on a terminal)"
+    )
+    for action in (set_, actions.add_parser("delete", help="forget a caller's secret")):
+        action.add_argument("caller", metavar="CALLER", help="the caller's id, as key:alice")
+        action.add_argument("source", metavar="SOURCE")
+        action.add_argument("name", metavar="NAME", nargs="?" if action is not set_ else None)
+    actions.add_parser("list", help="who has what (never a value)")
+    revoke = actions.add_parser("revoke", help="forget every credential of a caller")
+    revoke.add_argument("caller", metavar="CALLER")
+    actions.add_parser("new-key", help="print a fresh key for AMENDS_CREDENTIALS_KEY")
+
     commands.add_parser(
         "demo", parents=[debug], help="the demo: three sources, a policy, a session, presentations"
     )
@@ -166,6 +192,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if options.command == "serve":
             code = _serve(options, output)
+        elif options.command == "credentials":
+            from amends_toolkit.cli._admin import credentials_command
+
+            code = anyio.run(credentials_command, options, output)
         elif options.command == "demo":
             from amends_toolkit.cli._demo import run_demo
 

@@ -2,7 +2,7 @@
 
 The code calls the tools of the presented toolkit as functions, reads their results, and gives
 back only what it returns, so a model does in one run what takes it many calls otherwise. What
-runs the code is a :class:`~amends_toolkit.presentations._runtimes.CodeRuntime`.
+runs the code is a :class:`~amends_toolkit.presentations._code_runtime.CodeRuntime`.
 """
 
 from __future__ import annotations
@@ -16,24 +16,23 @@ import anyio
 from amends_toolkit._errors import Failure, NoApproval, UnknownError
 from amends_toolkit._log import get_logger
 from amends_toolkit._options import check_counts, check_seconds
-from amends_toolkit.presentations._declarations import declare
-from amends_toolkit.presentations._runtimes import (
+from amends_toolkit.presentations._code_runtime import (
     MAX_CODE_LENGTH,
     MAX_LOG_LENGTH,
     CodeError,
-    MontyRuntime,
-    PendingCall,
     ToolError,
     attributes,
 )
+from amends_toolkit.presentations._declarations import declare
+from amends_toolkit.presentations._monty import MontyRuntime, PendingCall
 from amends_toolkit.runtime import DENIED, Tool, ToolEntry, Toolkit, asking, untimed
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from amends_toolkit._json import JsonObject, JsonValue
-    from amends_toolkit.presentations._runtimes import CodeRuntime
-    from amends_toolkit.runtime._toolkit import Ask
+    from amends_toolkit.presentations._code_runtime import CodeRuntime
+    from amends_toolkit.runtime._call import Ask
 
 __all__ = ("EXECUTE", "MAX_INPUT_LENGTH", "ApprovalMode", "CodeTools", "code_mode")
 

@@ -28,7 +28,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from amends_toolkit._extras import missing_extra
-from amends_toolkit.presentations._index import SearchIndex, summary, words
+from amends_toolkit.presentations._index import SearchIndex, summary
+from amends_toolkit.presentations._words import words
 from amends_toolkit.runtime._toolkit import SEPARATOR
 
 if TYPE_CHECKING:

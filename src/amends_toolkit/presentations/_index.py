@@ -57,12 +57,13 @@ from __future__ import annotations
 
 import heapq
 import math
-import re
 from bisect import bisect_right
 from collections import Counter
 from itertools import repeat
 from operator import add, neg
 from typing import TYPE_CHECKING, NamedTuple, Protocol
+
+from amends_toolkit.presentations._words import INTENTS, RELATED, Stems, query_terms, stem, words
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -72,26 +73,20 @@ if TYPE_CHECKING:
     from amends_toolkit.runtime import Tool
 
 __all__ = (
-    "COMMON_WORDS",
-    "INTENTS",
     "KEYWORD_WEIGHT",
     "KIND_WEIGHT",
     "MAX_PARAMETER_WORDS",
     "NAME_WEIGHT",
     "PARAMETER_WEIGHT",
     "PREFIX_FACTOR",
-    "RELATED",
     "RELATED_FACTOR",
     "SUMMARY_WEIGHT",
     "Hits",
     "SearchIndex",
     "ToolRanker",
     "parameter_text",
-    "query_terms",
-    "stem",
     "summary",
     "tool_kind",
-    "words",
 )
 
 NAME_WEIGHT = 3.0
@@ -122,135 +117,6 @@ _CHARACTERS_PER_WORD = 16
 # costs there (a dict's entry and a float, measured with tracemalloc: about 45).
 _CACHE_BYTES = 16 * 2**20
 _POSTING_BYTES = 64
-
-RELATED: tuple[frozenset[str], ...] = tuple(
-    frozenset(group)
-    for group in (
-        ("delete", "remove", "erase", "destroy", "drop"),
-        ("create", "add", "new", "make", "insert"),
-        ("update", "modify", "edit", "change", "set"),
-        ("get", "retrieve", "fetch", "read", "show", "view", "lookup", "find"),
-        ("list", "enumerate", "browse"),
-        ("search", "find", "query", "lookup"),
-        ("send", "deliver"),
-        ("cancel", "abort", "stop", "terminate"),
-        ("start", "begin", "launch", "run", "trigger"),
-        ("upload", "import"),
-        ("download", "export"),
-    )
-)
-"""Verbs that name the same action on a tool: a deterministic table, not a model of meaning."""
-
-INTENTS: Mapping[str, str] = {
-    word: kind
-    for kind, group in (
-        (
-            "read",
-            "get retrieve fetch read show view see look lookup find search query list enumerate"
-            " browse check download export what who which where when",
-        ),
-        ("delete", "delete remove erase destroy drop"),
-        (
-            "create",
-            "create add new make insert send deliver post upload import register submit invite"
-            " publish write generate start begin launch run trigger",
-        ),
-    )
-    for word in group.split()
-}
-"""Query words that ask for a kind of tool (:func:`tool_kind`): one that reads, one that
-deletes, one that makes something new. A word is read by its stem (``sending`` as ``send``)."""
-
-COMMON_WORDS = frozenset(
-    [
-        "a",
-        "an",
-        "and",
-        "are",
-        "as",
-        "at",
-        "be",
-        "by",
-        "can",
-        "do",
-        "does",
-        "for",
-        "from",
-        "how",
-        "i",
-        "in",
-        "into",
-        "is",
-        "it",
-        "its",
-        "me",
-        "my",
-        "of",
-        "on",
-        "or",
-        "our",
-        "please",
-        "some",
-        "that",
-        "the",
-        "their",
-        "them",
-        "these",
-        "this",
-        "those",
-        "to",
-        "us",
-        "want",
-        "was",
-        "we",
-        "what",
-        "which",
-        "who",
-        "will",
-        "with",
-        "would",
-        "you",
-        "your",
-    ]
-)
-"""Words left out of a query that has others: they say nothing of what a tool does."""
-# for each bit of a byte, the table that reads a byte as "1" when it has that bit, else "0"
-_CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+|[^\W\d_]+")
-_DOUBLE = re.compile(r"([b-df-hj-knp-rtv-y])\1$")
-
-
-def words(text: str) -> list[str]:
-    """The words of a name or a text, lowercased, in order, before stemming."""
-    # The camelCase pattern matches letters and digits only, so it never crosses a separator.
-    return list(map(str.lower, _CAMEL.findall(text)))
-
-
-def stem(word: str) -> str:
-    """A light English stem: plurals, ``-ing``, ``-ed`` and a final ``e`` taken off.
-
-    Deliberately conservative (it never merges ``user`` with ``use``): a stem only has to make
-    the forms of one word meet, so ``create``, ``creates``, ``created`` and ``creating`` give
-    one stem.
-    """
-    if len(word) <= 3 or not word.isalpha():
-        return word
-    if word.endswith("ies") and len(word) > 4:
-        word = word[:-3] + "y"
-    elif word.endswith("sses") or word.endswith(("ches", "shes", "xes", "zes")):
-        word = word[:-2]
-    elif word.endswith("s") and not word.endswith(("ss", "us", "is")):
-        word = word[:-1]
-    if word.endswith("ing") and len(word) >= 6:
-        word = _undouble(word[:-3])
-    elif word.endswith("ed") and len(word) >= 5:
-        word = _undouble(word[:-2])
-    if word.endswith("e") and len(word) > 3:
-        word = word[:-1]
-    return word
-
-
-def _undouble(word: str) -> str:
-    return word[:-1] if _DOUBLE.search(word) else word
 
 
 class Hits(NamedTuple):
@@ -307,7 +173,7 @@ class SearchIndex:
                 raise ValueError(f"{option} must be from 0 to 1, not {factor!r}")
         self._prefix_factor = prefix_factor
         self._related_factor = related_factor
-        stems_of = _Stems()
+        stems_of = Stems()
         # (weight, length normalization, words, whether a word counts once however often it
         # appears): a schema says a word as often as it has fields that hold it, which says
         # nothing more of what the tool does. A kind is a word of its own field, ``~read``,
@@ -465,17 +331,6 @@ def _scored(rows: list[_Term], docs: list[int]) -> Iterator[tuple[float, int]]:
     return zip(map(neg, scores), docs, strict=True)
 
 
-class _Stems:
-    """Words to stems, each word stemmed once per index built (a catalog repeats its words)."""
-
-    def __init__(self) -> None:
-        self._known: dict[str, str] = {}
-
-    def __call__(self, text: str) -> list[str]:
-        known = self._known
-        return [known[w] if w in known else known.setdefault(w, stem(w)) for w in words(text)]
-
-
 def summary(description: str) -> str:
     """A description's first paragraph when it has several (an OpenAPI operation's summary
     before its description), else nothing: the words that say what the tool does, where the
@@ -528,11 +383,3 @@ def _bounded(parts: Sequence[str]) -> str:
     # Bounded before it is cut in words: a schema's descriptions may be long.
     text = " ".join(parts[:MAX_PARAMETER_WORDS])[: _CHARACTERS_PER_WORD * MAX_PARAMETER_WORDS]
     return " ".join(words(text)[:MAX_PARAMETER_WORDS])
-
-
-def query_terms(query: str) -> list[str]:
-    """The stemmed words a query scores with, each once, common English words left out unless
-    the query has nothing else."""
-    raw = words(query)
-    kept = [word for word in raw if word not in COMMON_WORDS] or raw
-    return list(dict.fromkeys(stem(word) for word in kept))

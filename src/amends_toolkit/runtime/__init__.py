@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from amends_toolkit.runtime._assembly import Member, assemble
+from amends_toolkit.runtime._call import DENIED, ToolResult, asking, untimed
 from amends_toolkit.runtime._ref import ActorRef, ActorStatistics, calling_as
 from amends_toolkit.runtime._session import Session
 from amends_toolkit.runtime._source import Lifespan, NormalExit, ToolSource
@@ -14,17 +15,8 @@ from amends_toolkit.runtime._supervisor import (
     Runtime,
     SourceFactory,
 )
-from amends_toolkit.runtime._toolkit import (
-    DENIED,
-    Tool,
-    ToolEntry,
-    ToolHandler,
-    Toolkit,
-    ToolResult,
-    asking,
-    source_toolkit,
-    untimed,
-)
+from amends_toolkit.runtime._toolkit import Toolkit, source_toolkit
+from amends_toolkit.runtime._tools import Tool, ToolEntry, ToolHandler
 from amends_toolkit.runtime._validation import InputValidator, validator_for
 
 __all__ = (

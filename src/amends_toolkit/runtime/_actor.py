@@ -22,6 +22,15 @@ keeps its own slots and calls (:class:`_Life`), and leaves its source's lifespan
 inline calls are over (cancelled, then waited for, shielded, at most ``grace``), so a new
 incarnation never sees a call of the one before.
 
+An actor spawned with an ``idle_timeout`` ends an incarnation that has had nothing in flight (no
+call or discover running, inline or in a worker) for that long: its idle workers are cancelled (a
+request put at that moment waits in the mailbox for the next incarnation), its source's lifespan
+is left as at a stop, and :meth:`Actor.serve` returns ``True`` (passivated). When it last had
+nothing in flight is noted as its last call ends (``_Life.quiet``); one task per incarnation
+sleeps until that time plus the timeout, and looks again a timeout later while calls run. A
+passivated actor holds no incarnation: :meth:`Actor.wait_for_request` waits (without taking it)
+for the next request, which then waits in the mailbox for the next incarnation's workers.
+
 The loop knows nothing of restarts: its supervisor (``_supervisor.py``) decides what follows an
 incarnation's end.
 """
@@ -29,7 +38,7 @@ incarnation's end.
 from __future__ import annotations
 
 import math
-from contextlib import AsyncExitStack
+from contextlib import AsyncExitStack, suppress
 from typing import TYPE_CHECKING
 
 import anyio
@@ -64,7 +73,18 @@ _STOPPED_WHILE = "the source stopped while the call ran"
 class _Life:
     """One incarnation: its source, its slots and the calls running in it."""
 
-    __slots__ = ("cut", "drained", "open", "running", "scopes", "slots", "source", "why")
+    __slots__ = (
+        "cut",
+        "drained",
+        "open",
+        "quiet",
+        "running",
+        "scopes",
+        "slots",
+        "source",
+        "watch",
+        "why",
+    )
 
     def __init__(self, source: ToolSource, slots: Slots) -> None:
         self.source = source
@@ -75,6 +95,8 @@ class _Life:
         self.cut: list[Request] = []  # calls its end cancelled, answered once the cause is known
         self.why: str | None = None  # that cause, once known
         self.drained: anyio.Event | None = None  # set as its last inline call ends, once ending
+        self.quiet = 0.0  # when it last had nothing in flight (noted only with an idle timeout)
+        self.watch: anyio.CancelScope | None = None  # of the wait for idleness, which a stop ends
 
 
 class Actor:
@@ -88,11 +110,15 @@ class Actor:
         waiters: Callable[[], Waiter],
         max_concurrency: int,
         grace: float,
+        idle_timeout: float | None = None,
     ) -> None:
         self.name = name
         self.mailbox = mailbox
-        self.state: ActorState = "starting"
+        # With an idle timeout it starts passivated: its first request starts an incarnation.
+        self.state: ActorState = "starting" if idle_timeout is None else "passivated"
         self.restarts = 0
+        self.passivations = 0
+        self._idle_timeout = idle_timeout
         self._waiters = waiters
         self._max_concurrency = max_concurrency
         self._grace = grace
@@ -115,6 +141,7 @@ class Actor:
             in_flight=0 if life is None else len(life.running),
             restarts=self.restarts,
             state=self.state,
+            passivations=self.passivations,
         )
 
     def stop(self) -> None:
@@ -126,12 +153,19 @@ class Actor:
         """
         self._stopping = True
         life = self._life
+        if self.state == "passivated":
+            # Its supervisor waits for a request: the mailbox closed, it waits no more.
+            for request in self.mailbox.close(_STOPPED):
+                request.fail(UnavailableError(source=self.name, message=_STOPPED))
+            return
         if self.state != "running" or self._scope is None or life is None:
             if self._scope is not None:
                 self._scope.cancel()
             return
         for request in self.mailbox.close(_STOPPED):
             request.fail(UnavailableError(source=self.name, message=_STOPPED))
+        if life.watch is not None:
+            life.watch.cancel()
         _cancel_running(life)
 
     def close(self, state: ActorState, why: str) -> None:
@@ -183,8 +217,8 @@ class Actor:
             request.scope = None
             life.running.discard(request)
             life.slots.give_back()
-            if life.drained is not None and not life.running:
-                life.drained.set()
+            if not life.running:
+                self._quiet(life)
             # Unanswered with its scope not cancelled: the caller's own cancellation, or a
             # BaseException, which propagate as they are.
             if not request.done and scope.cancel_called:
@@ -194,18 +228,37 @@ class Actor:
         # Cut by a crash: answered once its cause is known.
         return await request.wait(self._waiters())
 
-    async def serve(self, source: ToolSource) -> None:
-        """One incarnation: returns when stopped, raises what crashed it.
+    def _quiet(self, life: _Life) -> None:
+        """Nothing runs in ``life`` now (its last call just ended)."""
+        if life.drained is not None:
+            life.drained.set()
+        if self._idle_timeout is not None:
+            life.quiet = anyio.current_time()
+
+    async def wait_for_request(self) -> bool:
+        """Passivated: wait until a request waits in the mailbox, without taking it (the next
+        incarnation's workers take it). ``False`` when the actor is stopped meanwhile."""
+        self.state = "passivated"
+        # No cancel scope of its own (one costs a kilobyte an idle actor would hold): a stop
+        # closes the mailbox, which ends the wait.
+        if not self._stopping:
+            with suppress(anyio.EndOfStream):
+                await self.mailbox.wait()
+        return not (self._stopping or self.mailbox.closed)
+
+    async def serve(self, source: ToolSource) -> bool:
+        """One incarnation: returns when stopped (``False``) or passivated (``True``), raises
+        what crashed it.
 
         A stop cancels what runs now: the lifespan's entry, or else the calls, so that the
         lifespan is left as it is meant to be (its own tasks still running) rather than cancelled.
         """
         if self._stopping:
-            return
+            return False
         life = _Life(source, Slots(self._max_concurrency, self._waiters))
         self._life = life
         try:
-            await self._incarnation(life)
+            return await self._incarnation(life)
         except BaseException as error:
             # The calls the crash cut short learn why, for the host (the model reads only
             # UnavailableError's own words): a process's exit code and stderr, say.
@@ -222,7 +275,8 @@ class Actor:
         for request in cut:
             request.fail(UnavailableError(source=self.name, message=life.why))
 
-    async def _incarnation(self, life: _Life) -> None:
+    async def _incarnation(self, life: _Life) -> bool:
+        passivated = False
         with anyio.CancelScope() as entering:
             self._scope = entering
             async with AsyncExitStack() as stack:
@@ -237,10 +291,34 @@ class Actor:
                             self.stop()
                         self._pool, self._idle = 1, 0
                         tasks.start_soon(self._work, life, tasks)
+                        if self._idle_timeout is not None:
+                            with anyio.CancelScope() as life.watch:
+                                passivated = await self._until_idle(life, self._idle_timeout)
+                            if passivated:
+                                tasks.cancel_scope.cancel()
                 finally:
                     life.open = False
                     await self._drain(life)
         self._scope = None
+        return passivated and not self._stopping
+
+    async def _until_idle(self, life: _Life, idle: float) -> bool:
+        """Wait until ``life`` has had nothing in flight for ``idle`` seconds; then it takes
+        no more inline calls and ``True`` is returned (the caller ends the incarnation). Returns
+        ``False`` if the incarnation is ending otherwise first (a stop, a crash)."""
+        life.quiet = anyio.current_time()
+        while life.open and not self._stopping:
+            await anyio.sleep_until(life.quiet + idle)
+            if life.running:
+                # Busy: its last call's end notes a later quiet; look again a timeout later.
+                await anyio.sleep(idle)
+            elif anyio.current_time() >= life.quiet + idle:
+                # Decided with no await since looking, so no call started in between; the
+                # incarnation's end (its workers cancelled now) lets no inline call start.
+                self.passivations += 1
+                _log.info("actor.passivated", source=self.name, idle_timeout=idle)
+                return True
+        return False
 
     async def _drain(self, life: _Life) -> None:
         """Cancel the inline calls still running (the workers are over) and wait until they
@@ -305,6 +383,8 @@ class Actor:
         finally:
             request.scope = None
             life.running.discard(request)
+            if not life.running:
+                self._quiet(life)
             if not request.done:
                 self._unanswered(life, request, cancelled=scope.cancel_called)
             if request.deadline != math.inf and not scope.cancel_called:

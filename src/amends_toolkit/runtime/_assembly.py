@@ -14,14 +14,15 @@ import hashlib
 import inspect
 import re
 from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, NoReturn, cast
+from typing import TYPE_CHECKING, NoReturn
 
 import attrs
 
 from amends_toolkit._definitions import ToolDefinition
 from amends_toolkit._errors import NameClash
 from amends_toolkit.runtime._source import ToolSource
-from amends_toolkit.runtime._toolkit import SEPARATOR, SourceTools, ToolEntry, Toolkit
+from amends_toolkit.runtime._toolkit import SEPARATOR, Toolkit
+from amends_toolkit.runtime._tools import SourceTools, ToolEntries
 
 if TYPE_CHECKING:
     from amends_toolkit._definitions import Decision
@@ -159,7 +160,7 @@ def assemble(
         raise TypeError(_ASYNC_DECIDE)
     # Per tool, only its name and an int (see SourceTools): no object the collector tracks, and
     # no entry until the tool is first used. One loop, no function call per tool but decide.
-    codes: dict[str, ToolEntry | int] = {}
+    codes: dict[str, int] = {}
     put = codes.setdefault
     clashes: dict[str, list[int]] = {}
     sources: list[ToolSource] = []
@@ -198,7 +199,7 @@ def assemble(
             code = (position << 1) | approval
             first = put(name, code)
             if first is not code:  # another tool's code (codes are distinct) holds the name
-                clashes.setdefault(name, [cast("int", first)]).append(code)
+                clashes.setdefault(name, [first]).append(code)
         start += len(definitions)
     tools = SourceTools(
         sources=tuple(sources),
@@ -210,7 +211,7 @@ def assemble(
         raise NameClash(
             {name: [tools.route(code) for code in clashed] for name, clashed in clashes.items()}
         )
-    return Toolkit(codes, tools)
+    return Toolkit(ToolEntries({}, codes, tools))
 
 
 def _refuse(decision: object, tool: str) -> NoReturn:

@@ -34,7 +34,7 @@ __all__ = ("ActorRef", "ActorState", "ActorStatistics", "calling_as")
 
 _log = get_logger(__name__)
 
-ActorState = Literal["starting", "running", "restarting", "stopped", "failed"]
+ActorState = Literal["starting", "running", "restarting", "passivated", "stopped", "failed"]
 
 _CALLER: contextvars.ContextVar[str | None] = contextvars.ContextVar(
     "amends_toolkit_caller", default=None
@@ -70,15 +70,19 @@ class ActorStatistics:
         queued: Requests waiting in its mailbox.
         in_flight: Requests running.
         restarts: Incarnations started after a crash.
-        state: ``starting`` (its first incarnation is entering its source's lifespan),
-            ``running``, ``restarting`` (after a crash), ``stopped`` (stopped, or ended by itself)
-            or ``failed`` (its supervisor gave up on it).
+        state: ``starting`` (an incarnation is entering its source's lifespan), ``running``,
+            ``restarting`` (after a crash), ``passivated`` (spawned with ``idle_timeout``, it
+            runs no incarnation now: its next call or discover starts one), ``stopped``
+            (stopped, or ended by itself) or ``failed`` (its supervisor gave up on it).
+        passivations: Incarnations ended for being idle ``idle_timeout`` seconds (no crash:
+            they count for no restart).
     """
 
     queued: int
     in_flight: int
     restarts: int
     state: ActorState
+    passivations: int = 0
 
 
 class ActorRef:

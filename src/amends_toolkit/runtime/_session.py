@@ -14,8 +14,7 @@ import anyio
 
 from amends_toolkit._options import check_optional_seconds
 from amends_toolkit._progress import Progress, listener, listening
-from amends_toolkit.runtime._scopes import scopes
-from amends_toolkit.runtime._toolkit import (
+from amends_toolkit.runtime._call import (
     DENIED,
     Approve,
     CallOptions,
@@ -23,6 +22,7 @@ from amends_toolkit.runtime._toolkit import (
     ToolResult,
     run_tool,
 )
+from amends_toolkit.runtime._scopes import scopes
 
 if TYPE_CHECKING:
     from types import TracebackType

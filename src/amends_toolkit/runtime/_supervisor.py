@@ -46,6 +46,12 @@ the child is stopped   (``runtime.stop(ref)``, or the runtime stops) every queue
                        call (inline too) gets ``UnavailableError``; the runtime forgets the child
 it ignores a stop      after ``grace`` it is abandoned: its callers are answered, the runtime
                        forgets it and logs ``actor.abandoned`` naming it
+nothing in flight for  (``idle_timeout``) the incarnation ends as at a stop, its source's
+``idle_timeout``       lifespan left (an MCP session ended, a process stopped), and the actor is
+                       ``passivated``: no crash, no restart counted; its next call or discover
+                       waits in the mailbox while one new incarnation starts, from fresh state
+                       (a factory builds the source again), however many calls come at once;
+                       an actor spawned with ``idle_timeout`` starts passivated
 the mailbox is full    (``mailbox_size`` requests wait, those waiting for a slot included) the
                        caller waits to send (backpressure), within its own cancel scope and
                        its deadline, in turn: no later caller, inline or not, overtakes it
@@ -58,7 +64,6 @@ import asyncio
 import contextvars
 import inspect
 import math
-from collections import deque
 from typing import TYPE_CHECKING, Literal, TypeAlias
 
 import anyio
@@ -136,7 +141,7 @@ class _Child:
 
     actor: Actor
     ref: ActorRef
-    first: ToolSource
+    first: ToolSource | None
     factory: SourceFactory | None
     restart: Restart
     done: anyio.Event = attrs.field(factory=anyio.Event)
@@ -210,6 +215,7 @@ class Runtime:
         restart: Restart = _RESTART,
         inline: bool | None = None,
         max_per_caller: int | None = None,
+        idle_timeout: float | None = None,
     ) -> ActorRef:
         """Start a child for ``source`` and return its ref, itself a ToolSource.
 
@@ -239,6 +245,15 @@ class Runtime:
                 outside the mailbox, while other callers' calls take the free slots, so one
                 caller cannot take every slot. ``None``: no share; calls made with no caller
                 named have none either.
+            idle_timeout: Seconds with nothing in flight (no call or discover running) after
+                which the actor ends its incarnation normally, its source's lifespan left (an
+                MCP session ends with DELETE, a stdio process stops): an idle actor holds no
+                session, process or worker, only its ref, its mailbox and one waiting task. Its
+                next call or discover starts a new incarnation from fresh state (a factory
+                builds its source again) and waits for it, however many come at once: one
+                starts. The ref and its statistics stay valid (``state`` is ``"passivated"``);
+                a passivation is no crash and counts for no restart. An actor spawned with it
+                starts passivated: its first call starts it. ``None``: it runs until stopped.
 
         Raises:
             ValueError: a bad option (a programmer's mistake, raised at once).
@@ -253,7 +268,7 @@ class Runtime:
             raise TypeError("mailbox_size must be an int")
         if max_concurrency < 1 or mailbox_size < 0:
             raise ValueError("spawn needs max_concurrency >= 1 and mailbox_size >= 0")
-        check_optional_seconds(call_timeout=call_timeout)
+        check_optional_seconds(call_timeout=call_timeout, idle_timeout=idle_timeout)
         if not isinstance(restart, Restart):
             raise TypeError(f"restart must be an at.Restart, not {restart!r}")
         if max_per_caller is not None and (
@@ -285,6 +300,7 @@ class Runtime:
             waiters=make,
             max_concurrency=max_concurrency,
             grace=self._grace,
+            idle_timeout=idle_timeout,
         )
         ref = ActorRef(
             name=source.name,
@@ -319,16 +335,22 @@ class Runtime:
 
     async def _supervise(self, child: _Child) -> None:
         actor = child.actor
-        crashes: deque[float] = deque()
-        source: ToolSource | None = child.first
+        crashes: list[float] = []  # a deque costs 700 bytes an idle actor would hold
+        source, child.first = child.first, None
         gave_up: BaseException | None = None
+        # Spawned with an idle timeout, it starts as it is after a passivation.
+        passivated, crashed = actor.state == "passivated", False
         while True:
-            actor.state = "starting" if actor.restarts == 0 else "restarting"
+            if passivated:
+                if not await actor.wait_for_request():
+                    break
+                passivated = False
+            actor.state = "restarting" if crashed else "starting"
             try:
                 if source is None:
                     assert child.factory is not None  # a source is built again only by one
                     source = _built(child.factory, name=actor.name)
-                await actor.serve(source)
+                passivated = await actor.serve(source)
             except Exception as error:  # noqa: BLE001 - an end of the child, read below
                 if actor.stopping:
                     break
@@ -344,12 +366,19 @@ class Runtime:
                 now = anyio.current_time()
                 crashes.append(now)
                 while crashes and crashes[0] <= now - child.restart.period:
-                    crashes.popleft()
+                    del crashes[0]
                 if len(crashes) > child.restart.intensity:
                     gave_up = error
                     break
                 actor.restarts += 1
                 _log.warning("actor.restarted", source=actor.name, restarts=actor.restarts)
+                if child.factory is not None:
+                    source = None
+                crashed = True
+                continue
+            if passivated:
+                # Idle: no crash, and the next incarnation starts from fresh state.
+                crashed = False
                 if child.factory is not None:
                     source = None
                 continue

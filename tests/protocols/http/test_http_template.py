@@ -129,7 +129,10 @@ def test_a_param_that_cannot_be_sent_is_refused(location: str, name: str, messag
 
 def test_the_public_surface_of_at_http_is_pinned() -> None:
     assert at.http.__all__ == (
+        "MAX_CONNECTIONS",
+        "MAX_PER_TENANT",
         "AsyncClient",
+        "Connections",
         "Encoding",
         "HttpSource",
         "Location",
