@@ -9,6 +9,8 @@ stamp=.venv/.installed-$EXTRAS-$hash
 # The dev set holds the demo's and the docs', so a .venv made for the tests runs both as it is.
 if [ ! -f "$stamp" ] && [ ! -f ".venv/.installed-dev-$hash" ]; then
   [ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
+  # pip is quiet: without this line a first install of minutes reads as a hang.
+  echo "installing .[$EXTRAS] into .venv (minutes the first time; once per change of pyproject.toml)" >&2
   .venv/bin/python -m pip install --quiet --upgrade pip
   .venv/bin/python -m pip install --quiet -e ".[$EXTRAS]"
   rm -f .venv/.installed-"$EXTRAS"-*

@@ -639,8 +639,9 @@ async def test_an_answer_of_exactly_the_limit_is_read(setup: Setup) -> None:
 @pytest.mark.virtual_clock
 async def test_a_call_past_the_timeout_is_unavailable(setup: Setup) -> None:
     setup.api.reply = Reply(hang=True)
-    # The client's own timeouts are off: the source's one deadline must end the call.
-    async with source_for(setup, timeout=30.0, client_options={"timeout": None}) as source:
+    # With the client's own timeouts as they are (httpx's 5 seconds): the source's one
+    # deadline ends the call.
+    async with source_for(setup, timeout=30.0) as source:
         started = anyio.current_time()
         with pytest.raises(at.UnavailableError) as caught:
             await source.call("ping", {})

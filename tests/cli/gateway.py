@@ -11,7 +11,7 @@ import sys
 import threading
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import anyio
 
@@ -56,18 +56,30 @@ block = {json.dumps(list(block))}
     return config
 
 
-# Run first in a new session: makes its stdin (a pseudo-terminal's slave) its controlling terminal.
 _ON_TERMINAL = (
-    "import fcntl, os, sys, termios; fcntl.ioctl(0, termios.TIOCSCTTY, 0); "
-    "os.execv(sys.executable, [sys.executable, *sys.argv[1:]])"
+    "import fcntl, os, signal, sys, termios; fcntl.ioctl(0, termios.TIOCSCTTY, 0); "
+    "signal.signal(signal.SIGHUP, getattr(signal, sys.argv[1])); "
+    "os.execvp(sys.argv[2], sys.argv[2:])"
 )
+
+
+def on_terminal(argv: list[str], *, sighup: Literal["SIG_DFL", "SIG_IGN"] = "SIG_DFL") -> list[str]:
+    """``argv`` run first through a step that, in a new session, makes its stdin (a
+    pseudo-terminal's slave) its controlling terminal and sets SIGHUP to ``sighup``.
+
+    SIGHUP is set because an ignored signal is inherited through fork and exec: a test runner
+    started under ``nohup`` would otherwise start every process on a terminal as ``nohup`` does,
+    and a gateway started so outlives its terminal, as it should.
+    """
+    return [sys.executable, "-c", _ON_TERMINAL, sighup, *argv]
 
 
 class GatewayProcess:
     """``python -m amends_toolkit serve CONFIG --port 0``; its stderr is collected line by line.
 
     With ``terminal`` (a pseudo-terminal's slave descriptor), the gateway runs in a session of
-    its own whose controlling terminal (``/dev/tty``) and stdin that terminal is.
+    its own whose controlling terminal (``/dev/tty``) and stdin that terminal is, with SIGHUP
+    set to ``sighup`` (see :func:`on_terminal`).
     """
 
     def __init__(
@@ -76,12 +88,13 @@ class GatewayProcess:
         *extra: str,
         env: dict[str, str] | None = None,
         terminal: int | None = None,
+        sighup: Literal["SIG_DFL", "SIG_IGN"] = "SIG_DFL",
         preexec_fn: Callable[[], None] | None = None,
     ) -> None:
         environment = {**os.environ, "PYTHONPATH": SRC, **(env or {})}
         command = [sys.executable, "-m", "amends_toolkit", "serve", str(config), "--port", "0"]
         if terminal is not None:
-            command[1:1] = ["-c", _ON_TERMINAL]
+            command = on_terminal(command, sighup=sighup)
         self.process = subprocess.Popen(
             [*command, *extra],
             stdin=subprocess.DEVNULL if terminal is None else terminal,

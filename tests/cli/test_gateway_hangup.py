@@ -16,11 +16,12 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Literal
 
 import anyio
 import pytest
 
-from .gateway import SRC, GatewayProcess, eventually, grower_config
+from .gateway import SRC, GatewayProcess, eventually, grower_config, on_terminal
 
 pytestmark = pytest.mark.anyio
 
@@ -28,6 +29,16 @@ pytestmark = pytest.mark.anyio
 @pytest.fixture
 def config(tmp_path: Path) -> Path:
     return grower_config(tmp_path)
+
+
+@pytest.fixture(params=["SIG_DFL", "SIG_IGN"], ids=["run-as-is", "run-under-nohup"])
+def runner_sighup(request: pytest.FixtureRequest) -> Iterator[None]:
+    """The test runner's own SIGHUP as it was started: as is, or ignored (under ``nohup``, whose
+    SIG_IGN every process it starts inherits through exec). The gateway's hangup rule is the
+    same either way: the tests start it as a person's shell does."""
+    before = signal.signal(signal.SIGHUP, getattr(signal, request.param))
+    yield
+    signal.signal(signal.SIGHUP, before)
 
 
 @pytest.fixture
@@ -40,8 +51,10 @@ def terminal() -> Iterator[list[int]]:
             os.close(end)
 
 
-def on_terminal(config: Path, terminal: list[int], **options: object) -> GatewayProcess:
-    gateway = GatewayProcess(config, terminal=terminal[1], **options)  # type: ignore[arg-type]
+def on_slave(
+    config: Path, terminal: list[int], *, sighup: Literal["SIG_DFL", "SIG_IGN"] = "SIG_DFL"
+) -> GatewayProcess:
+    gateway = GatewayProcess(config, terminal=terminal[1], sighup=sighup)
     os.close(terminal[1])  # the gateway holds the slave end now
     terminal[1] = -1
     return gateway
@@ -66,9 +79,9 @@ async def exited(gateway: GatewayProcess) -> int:
 
 
 async def test_a_hangup_stops_the_gateway_which_ends_its_stdio_child_once(
-    config: Path, terminal: list[int]
+    config: Path, terminal: list[int], runner_sighup: None
 ) -> None:
-    gateway = on_terminal(config, terminal)
+    gateway = on_slave(config, terminal)
     await anyio.to_thread.run_sync(gateway.wait_ready)
     (child,) = gateway.events("mcp.stdio_started")
     os.close(terminal[0])
@@ -85,7 +98,7 @@ async def test_a_hangup_stops_the_gateway_which_ends_its_stdio_child_once(
 async def test_a_sighup_while_the_terminal_is_there_refreshes(
     config: Path, terminal: list[int]
 ) -> None:
-    gateway = on_terminal(config, terminal)
+    gateway = on_slave(config, terminal)
     try:
         await anyio.to_thread.run_sync(gateway.wait_ready)
         (child,) = gateway.events("mcp.stdio_started")
@@ -103,9 +116,7 @@ async def test_a_gateway_started_with_sighup_ignored_outlives_its_terminal(
     config: Path, terminal: list[int]
 ) -> None:
     # As under nohup: the hangup refreshes, and the gateway serves on.
-    gateway = on_terminal(
-        config, terminal, preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN)
-    )
+    gateway = on_slave(config, terminal, sighup="SIG_IGN")
     try:
         await anyio.to_thread.run_sync(gateway.wait_ready)
         (child,) = gateway.events("mcp.stdio_started")
@@ -122,17 +133,11 @@ async def test_a_gateway_started_with_sighup_ignored_outlives_its_terminal(
 # As a person runs it: the gateway a foreground job of an interactive bash on the terminal. The
 # terminal's hangup reaches bash, which sends SIGHUP to its jobs (their process groups) and
 # exits; stderr goes to a file, read as the gateway writes it.
-_ON_TERMINAL = (
-    "import fcntl, os, sys, termios; fcntl.ioctl(0, termios.TIOCSCTTY, 0); "
-    "os.execvp(sys.argv[1], sys.argv[1:])"
-)
-
-
 def on_pty(argv: list[str], terminal: list[int], **env: str) -> subprocess.Popen[bytes]:
     """``argv`` in a session of its own whose controlling terminal, stdin, stdout and stderr
-    are the terminal's slave (closed here: the process holds it)."""
+    are the terminal's slave (closed here: the process holds it), SIGHUP not ignored."""
     process = subprocess.Popen(
-        [sys.executable, "-c", _ON_TERMINAL, *argv],
+        on_terminal(argv),
         stdin=terminal[1],
         stdout=terminal[1],
         stderr=terminal[1],
@@ -173,7 +178,7 @@ def gone(pid: int) -> bool:
 
 
 async def test_a_gateway_run_from_bash_stops_when_its_terminal_closes(
-    config: Path, terminal: list[int], tmp_path: Path
+    config: Path, terminal: list[int], tmp_path: Path, runner_sighup: None
 ) -> None:
     log = tmp_path / "gateway.log"
     shell = on_pty(["bash", "--norc", "--noprofile", "-i"], terminal, PS1="$ ")
@@ -209,7 +214,7 @@ async def test_a_gateway_run_from_bash_stops_when_its_terminal_closes(
 
 
 async def test_a_gateway_writing_to_its_terminal_stops_cleanly_when_it_hangs_up(
-    config: Path, terminal: list[int]
+    config: Path, terminal: list[int], runner_sighup: None
 ) -> None:
     # Its stderr is the terminal: what it says after the hangup must not fail (EIO) its stop.
     command = [sys.executable, "-m", "amends_toolkit", "serve", str(config), "--port", "0"]

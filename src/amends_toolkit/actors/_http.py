@@ -323,6 +323,9 @@ class HttpSource:
             # None, not empty: the client would build the URL again for an empty query.
             params=tuple(query) if query else None,
             headers=headers or None,
+            # The call's deadline is the client's too, as the MCP source's requests have it: a
+            # client's default (httpx's 5 seconds) must not end a call the source would wait for.
+            timeout=self._timeout,
         ) as response:
             sent = [value for _, value in (*headers, *query)]
             secrets = self._secrets.current(response, sent)
