@@ -13,6 +13,7 @@ import sys
 import pytest
 
 import amends_toolkit as at
+from amends_toolkit._extras import _CLONE as CLONE
 from amends_toolkit._extras import missing_extra
 
 
@@ -31,7 +32,7 @@ def test_serving_over_mcp_without_the_sdk_names_the_extra(monkeypatch: pytest.Mo
         at.adapters.mcp_server(toolkit, name="host-tools")
     assert str(caught.value) == (
         "at.adapters.mcp_server needs the 'mcp-server' extra (mcp_types is not installed): "
-        "pip install 'amends-toolkit[mcp-server]'"
+        f"pip install -e '{CLONE}[mcp-server]'"
     )
     assert caught.value.name == "mcp_types"
 
@@ -44,7 +45,7 @@ def test_the_pydantic_ai_toolset_without_pydantic_ai_names_the_extra(
         importlib.import_module("amends_toolkit.adapters.pydantic_ai")
     assert str(caught.value) == (
         "amends_toolkit.adapters.pydantic_ai needs the 'pydantic-ai' extra (pydantic_ai is not "
-        "installed): pip install 'amends-toolkit[pydantic-ai]'"
+        f"installed): pip install -e '{CLONE}[pydantic-ai]'"
     )
 
 
@@ -66,7 +67,7 @@ def test_a_frameworks_tools_without_its_packages_name_the_extra(
         getattr(at.adapters, module)
     assert str(caught.value) == (
         f"amends_toolkit.adapters.{module} needs the {extra!r} extra ({missing} is not "
-        f"installed): pip install 'amends-toolkit[{extra}]'"
+        f"installed): pip install -e '{CLONE}[{extra}]'"
     )
 
 
@@ -78,7 +79,7 @@ async def test_monty_without_its_package_names_the_extra(monkeypatch: pytest.Mon
             pass
     assert str(caught.value) == (
         "at.MontyRuntime needs the 'monty' extra (pydantic_monty is not installed): "
-        "pip install 'amends-toolkit[monty]'"
+        f"pip install -e '{CLONE}[monty]'"
     )
 
 
@@ -98,5 +99,5 @@ def test_the_hybrid_ranker_without_its_packages_names_the_extra(
         at.presentation.HybridRanker.with_wordllama([])
     assert str(caught.value) == (
         f"at.presentation.HybridRanker needs the 'embeddings' extra ({missing} is not installed): "
-        "pip install 'amends-toolkit[embeddings]'"
+        f"pip install -e '{CLONE}[embeddings]'"
     )

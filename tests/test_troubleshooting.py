@@ -15,6 +15,7 @@ import pytest
 from mcp.server import MCPServer
 
 import amends_toolkit as at
+from amends_toolkit._extras import _CLONE as CLONE
 from amends_toolkit.cli import main
 
 PAGE = Path(__file__).parents[1] / "docs" / "troubleshooting.md"
@@ -59,6 +60,8 @@ def same(message: str) -> str:
     message = message.replace(
         "the source crashed while the call ran: ProcessEnded: ", "tools/list: "
     )
+    # The clone an extra is installed from is the reader's own.
+    message = message.replace(f"pip install -e '{CLONE}[", "pip install -e './amends-toolkit[")
     return re.sub(r"(could not be resolved) \(.*\)$", r"\1 (?)", message)
 
 

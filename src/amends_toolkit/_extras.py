@@ -7,8 +7,19 @@ without PyYAML does.
 from __future__ import annotations
 
 import importlib.util
+from pathlib import Path
 
 __all__ = ("missing_extra", "require_extra")
+
+
+def _clone() -> str:
+    """Where to install an extra from: the package is not on PyPI, so the clone it was
+    installed from (an editable install's project), else the placeholder the docs use."""
+    root = Path(__file__).resolve().parents[2]
+    return str(root) if (root / "pyproject.toml").is_file() else "<this repository>"
+
+
+_CLONE = _clone()
 
 
 def missing_extra(
@@ -23,7 +34,7 @@ def missing_extra(
         return error
     return ModuleNotFoundError(
         f"{needed_by} needs the {extra!r} extra ({package} is not installed): "
-        f"pip install 'amends-toolkit[{extra}]'",
+        f"pip install -e '{_CLONE}[{extra}]'",
         name=package,
     )
 

@@ -13,6 +13,7 @@ import pytest
 from mcp import Client
 
 import amends_toolkit as at
+from amends_toolkit._extras import _CLONE as CLONE
 from amends_toolkit.cli import main
 from conformance._servers import closed_port, serve
 
@@ -190,7 +191,7 @@ def test_a_command_without_its_extra_names_the_pip_line_without_a_traceback(
     assert done.returncode == 1
     assert done.stderr == (
         f"error: amends-toolkit {command[0]} needs the {extra!r} extra ({missing} is not "
-        f"installed): pip install 'amends-toolkit[{extra}]'\n"
+        f"installed): pip install -e '{CLONE}[{extra}]'\n"
     )
 
 

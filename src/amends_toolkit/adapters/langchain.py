@@ -1,7 +1,7 @@
 """LangChain and LangGraph: a toolkit's tools as LangChain tools, a person's approval by
 LangGraph's ``interrupt``.
 
-Needs the ``langchain`` extra (``pip install 'amends-toolkit[langchain]'``: ``langchain-core``,
+Needs the ``langchain`` extra (``pip install -e './amends-toolkit[langchain]'``: ``langchain-core``,
 and ``langgraph`` for approval)::
 
     import amends_toolkit as at

@@ -1,6 +1,6 @@
 """An MCP server front: a host's toolkit served as an MCP server, its policy intact.
 
-Needs the ``mcp-server`` extra (``pip install 'amends-toolkit[mcp-server]'``, the official ``mcp``
+Needs the ``mcp-server`` extra (``pip install -e './amends-toolkit[mcp-server]'``, the official ``mcp``
 SDK). Build one with :func:`amends_toolkit.adapters.mcp_server`::
 
     front = at.adapters.mcp_server(toolkit, name="tasks", approve=ask_a_person)

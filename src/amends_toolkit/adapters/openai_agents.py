@@ -1,6 +1,6 @@
 """The OpenAI Agents SDK: a toolkit's tools as the SDK's function tools, approval included.
 
-Needs the ``openai-agents`` extra (``pip install 'amends-toolkit[openai-agents]'``)::
+Needs the ``openai-agents`` extra (``pip install -e './amends-toolkit[openai-agents]'``)::
 
     from agents import Agent, Runner
 

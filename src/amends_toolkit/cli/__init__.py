@@ -1,6 +1,6 @@
 """The ``amends-toolkit`` command: ``serve`` (an MCP gateway), ``inspect``, ``call``, ``demo``.
 
-It needs the ``gateway`` extra (``pip install 'amends-toolkit[gateway]'``): the official ``mcp``
+It needs the ``gateway`` extra (``pip install -e './amends-toolkit[gateway]'``): the official ``mcp``
 SDK, uvicorn, ``prometheus_client`` and ``rich``.
 """
 

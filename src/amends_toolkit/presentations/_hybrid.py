@@ -18,7 +18,7 @@ best by the embedding lost recall there.
 ``HybridRanker.with_wordllama(tools)`` uses WordLlama (MIT licence), whose static token
 embeddings ship inside its wheel: no download, no GPU, and the same vectors on every run. Both
 need the ``embeddings`` extra (numpy, and wordllama for the second):
-``pip install 'amends-toolkit[embeddings]'``.
+``pip install -e './amends-toolkit[embeddings]'``.
 """
 
 from __future__ import annotations

@@ -185,7 +185,7 @@ def default_processes() -> int:
 class MontyRuntime:
     """Runs the code in Monty, a sandboxed Python interpreter in a pool of subprocesses.
 
-    Needs the ``monty`` extra (``pip install 'amends-toolkit[monty]'``). Monty's async client
+    Needs the ``monty`` extra (``pip install -e './amends-toolkit[monty]'``). Monty's async client
     runs on asyncio only: under a host on trio, it runs on an asyncio loop of its own in a thread
     that the runtime starts and stops. Use it as an async context manager, which starts the pool
     of workers and stops it::

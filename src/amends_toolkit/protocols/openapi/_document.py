@@ -62,7 +62,7 @@ def parse_document(
 
     Raises:
         DocumentError: the text is neither JSON nor YAML, is YAML and PyYAML is not installed
-            (``pip install 'amends-toolkit[yaml]'``), nests more than ``max_depth`` levels, or
+            (``pip install -e './amends-toolkit[yaml]'``), nests more than ``max_depth`` levels, or
             has aliases that would add more than ``max_alias_nodes`` nodes (or contain
             themselves).
     """
@@ -83,7 +83,7 @@ def parse_document(
     except ImportError:
         raise DocumentError(
             "the document is not JSON, and reading YAML needs PyYAML: "
-            "pip install 'amends-toolkit[yaml]'"
+            "pip install -e './amends-toolkit[yaml]'"
         ) from None
     try:
         loaded = yaml.load(text, Loader=_loader(yaml))
