@@ -112,3 +112,40 @@ async def test_each_caller_has_its_own_actor_and_the_held_ones_are_bounded(
         assert [d.name for d in await source.discover()] == ["whoami"]
         tasks.cancel_scope.cancel()
     await pool.transport.aclose()
+
+
+@pytest.mark.virtual_clock
+async def test_a_callers_actor_passivates_when_idle_and_its_next_call_starts_it_again(
+    store: CredentialStore,
+) -> None:
+    pool = SharedTransport(httpx2.AsyncHTTPTransport())
+
+    async def build(
+        who: str, values: Mapping[str, str]
+    ) -> tuple[at.ToolSource, httpx2.AsyncClient]:
+        client = tenant_client(pool, {"Authorization": "Bearer " + values["token"]})
+        return Carrier(values["token"]), client
+
+    await store.put("key:alice", "up", "token", "alice-token")
+    async with at.Runtime() as runtime, anyio.create_task_group() as tasks:
+        source = PerCallerSource(
+            name="up",
+            runtime=runtime,
+            values=lambda who, _: store.values(who, "up"),
+            store=store,
+            build=build,
+            tasks=tasks,
+            max_callers=2,
+            spawn={"idle_timeout": 60.0},
+            not_connected=lambda who: ConnectionRequired(source="up", message=f"connect {who}"),
+            watched=frozenset({"token"}),
+        )
+        with serving(caller("alice")):
+            assert await source.call("whoami", {}) == "alice-token"
+            [ref] = runtime.children()
+            await anyio.sleep(61)
+            assert ref.statistics().state == "passivated"
+            assert await source.call("whoami", {}) == "alice-token"
+        assert (ref.statistics().passivations, ref.statistics().restarts) == (1, 0)
+        assert runtime.children() == (ref,)
+        tasks.cancel_scope.cancel()

@@ -172,7 +172,7 @@ _SERVE_KEYS: Final = frozenset(
     )
 )
 _CREDENTIALS_KEYS: Final = frozenset(
-    ("store", "max_callers", "public_url", "refresh_before", "connect_timeout")
+    ("store", "max_callers", "public_url", "refresh_before", "connect_timeout", "idle_timeout")
 )
 _AUTH_KEYS: Final = frozenset(("type", "issuer", "audience", "scopes", "keys"))
 _TELEMETRY_KEYS: Final = frozenset(("otlp_endpoint", "service_name"))
@@ -394,6 +394,10 @@ class CredentialsConfig:
     """Seconds before a caller's OAuth access token expires when it is refreshed."""
     connect_timeout: float = 600.0
     """Seconds a ``/connect`` flow waits for the caller to authorize."""
+    idle_timeout: float = 300.0
+    """Seconds a caller's actor of a per-caller source stays with nothing to do before it is
+    passivated (``Runtime.spawn``'s ``idle_timeout``: its session ends; its next call starts it
+    again), so idle callers cost almost nothing."""
 
 
 @attrs.frozen(kw_only=True)
@@ -1058,7 +1062,7 @@ class _Reader:
                     "public_url",
                 )
             options["public_url"] = public_url.rstrip("/")
-        for key in ("refresh_before", "connect_timeout"):
+        for key in ("refresh_before", "connect_timeout", "idle_timeout"):
             if key in raw:
                 if not _positive(raw[key]):
                     raise fail(f"{key} must be a positive number of seconds", key)

@@ -315,7 +315,7 @@ class Gateway:
                         store=store,
                         tasks=evictions,
                         max_callers=self.config.credentials.max_callers,
-                        spawn=spawn,
+                        spawn={**spawn, "idle_timeout": self.config.credentials.idle_timeout},
                         base_url=self.public_url,
                         refresh_before=self.config.credentials.refresh_before,
                         connect_timeout=self.config.credentials.connect_timeout,
