@@ -91,6 +91,7 @@ from amends_toolkit.protocols.http import (
     outcome,
     parse_answer,
     placeholders,
+    request_timeout,
     retry_after,
 )
 from amends_toolkit.protocols.http._response import binary_media_type
@@ -323,9 +324,7 @@ class HttpSource:
             # None, not empty: the client would build the URL again for an empty query.
             params=tuple(query) if query else None,
             headers=headers or None,
-            # The call's deadline is the client's too, as the MCP source's requests have it: a
-            # client's default (httpx's 5 seconds) must not end a call the source would wait for.
-            timeout=self._timeout,
+            timeout=request_timeout(self._client, self._timeout),
         ) as response:
             sent = [value for _, value in (*headers, *query)]
             secrets = self._secrets.current(response, sent)

@@ -11,6 +11,7 @@ from amends_toolkit.protocols.http._client import (
     libraries,
     library_of,
     network_failure,
+    request_timeout,
     where,
 )
 from amends_toolkit.protocols.http._request import (
@@ -81,6 +82,7 @@ __all__ = (
     "parse_answer",
     "placeholders",
     "refused_header",
+    "request_timeout",
     "retry_after",
     "style_problem",
     "where",

@@ -32,6 +32,7 @@ __all__ = (
     "libraries",
     "library_of",
     "network_failure",
+    "request_timeout",
     "where",
 )
 
@@ -69,6 +70,20 @@ class HttpClient(Protocol):
         timeout: float | None = ...,
         extensions: Mapping[str, object] | None = ...,
     ) -> AbstractAsyncContextManager[HttpResponse]: ...
+
+
+def request_timeout(client: object, seconds: float | None) -> float | None:
+    """The timeout of one request a source sends: ``seconds`` (its own deadline) to connect,
+    write and read, so that a client's default (httpx's 5 seconds) cannot end a call the source
+    would wait for; and the client's own ``pool`` timeout to wait for a connection of its pool,
+    which is the host's (a shared pool's backpressure, see ``at.http.Connections``).
+
+    Typed as the float a client's ``stream`` takes: an httpx (or httpx2) ``Timeout`` is one.
+    """
+    own = getattr(client, "timeout", None)
+    if own is None or not hasattr(own, "pool"):
+        return seconds
+    return cast("float | None", type(own)(seconds, pool=own.pool))
 
 
 def libraries() -> list[ModuleType]:

@@ -59,6 +59,7 @@ from amends_toolkit.protocols.http import (
     libraries,
     network_failure,
     outcome,
+    request_timeout,
 )
 from amends_toolkit.protocols.mcp._jsonrpc import (
     ErrorResponse,
@@ -302,7 +303,7 @@ class HttpWire:
             self.target,
             content=content,
             headers=headers,
-            timeout=timeout,
+            timeout=request_timeout(self.client, timeout),
             params=self.query if self.query and getattr(self.client, "params", None) else None,
             extensions=None if steps is None else {"trace": steps},
         )
