@@ -270,75 +270,55 @@ def run(*, sizes: Sequence[int] = SIZES, rounds: int = ROUNDS) -> list[Measure]:
                         unit="bytes",
                     ),
                 ]
+            # (subject, figure, unit, what it is measured against: None for a figure of its own)
+            rows: tuple[tuple[str, str, str, str | None], ...] = (
+                (
+                    "resident bytes an idle tenant's two actors add (passivated)",
+                    "actor_resident_bytes_per_tenant",
+                    "bytes",
+                    "the same actors kept running",
+                ),
+                (
+                    "resident bytes of the host's own objects per tenant",
+                    "host_resident_bytes_per_tenant",
+                    "bytes",
+                    None,
+                ),
+                (REGISTER, "register_ms_per_tenant", "ms", "kept running"),
+                (
+                    "time to build a tenant's client and two sources",
+                    "build_ms_per_tenant",
+                    "ms",
+                    None,
+                ),
+                (
+                    "first call after idleness, p50 (a passivated actor starts again)",
+                    "first_p50_ms",
+                    "ms",
+                    "kept running (a warm actor)",
+                ),
+                (
+                    "first call after idleness, p99",
+                    "first_p99_ms",
+                    "ms",
+                    "kept running (a warm actor)",
+                ),
+                ("calls/s of the active tenants", "calls_per_second", "calls/s", "kept running"),
+                ("p99 of one call of an active tenant", "p99_ms", "ms", "kept running"),
+                ("peak memory of the process", "peak_mib", "MiB", "kept running"),
+            )
             measures += [
-                Measure(
+                Measure(group=group, subject=subject, value=ours[key], unit=unit)
+                if against is None
+                else Measure(
                     group=group,
-                    subject="resident bytes an idle tenant's two actors add (passivated)",
-                    value=ours["actor_resident_bytes_per_tenant"],
-                    unit="bytes",
-                    baseline="the same actors kept running",
-                    baseline_value=kept["actor_resident_bytes_per_tenant"],
-                ),
-                Measure(
-                    group=group,
-                    subject="resident bytes of the host's own objects per tenant",
-                    value=ours["host_resident_bytes_per_tenant"],
-                    unit="bytes",
-                ),
-                Measure(
-                    group=group,
-                    subject=REGISTER,
-                    value=ours["register_ms_per_tenant"],
-                    unit="ms",
-                    baseline="kept running",
-                    baseline_value=kept["register_ms_per_tenant"],
-                ),
-                Measure(
-                    group=group,
-                    subject="time to build a tenant's client and two sources",
-                    value=ours["build_ms_per_tenant"],
-                    unit="ms",
-                ),
-                Measure(
-                    group=group,
-                    subject="first call after idleness, p50 (a passivated actor starts again)",
-                    value=ours["first_p50_ms"],
-                    unit="ms",
-                    baseline="kept running (a warm actor)",
-                    baseline_value=kept["first_p50_ms"],
-                ),
-                Measure(
-                    group=group,
-                    subject="first call after idleness, p99",
-                    value=ours["first_p99_ms"],
-                    unit="ms",
-                    baseline="kept running (a warm actor)",
-                    baseline_value=kept["first_p99_ms"],
-                ),
-                Measure(
-                    group=group,
-                    subject="calls/s of the active tenants",
-                    value=ours["calls_per_second"],
-                    unit="calls/s",
-                    baseline="kept running",
-                    baseline_value=kept["calls_per_second"],
-                ),
-                Measure(
-                    group=group,
-                    subject="p99 of one call of an active tenant",
-                    value=ours["p99_ms"],
-                    unit="ms",
-                    baseline="kept running",
-                    baseline_value=kept["p99_ms"],
-                ),
-                Measure(
-                    group=group,
-                    subject="peak memory of the process",
-                    value=ours["peak_mib"],
-                    unit="MiB",
-                    baseline="kept running",
-                    baseline_value=kept["peak_mib"],
-                ),
+                    subject=subject,
+                    value=ours[key],
+                    unit=unit,
+                    baseline=against,
+                    baseline_value=kept[key],
+                )
+                for subject, key, unit, against in rows
             ]
     return measures
 
