@@ -163,6 +163,7 @@ async def test_fifty_sdk_clients_and_our_source_list_and_call_through_the_gatewa
 async def test_a_line_is_logged_per_call_without_its_input(gateway: GatewayProcess) -> None:
     url = gateway.wait_ready()
     async with Client(url, cache=None) as client:
+        await client.call_tool("tasks__delete_task", {"task_id": 3})
         await client.call_tool("grower__add", {"a": 40417, "b": 1})
     await eventually(
         lambda: any(e["tool"] == "grower__add" for e in gateway.events("gateway.call"))
