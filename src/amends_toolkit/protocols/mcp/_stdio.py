@@ -9,25 +9,20 @@ routes each answer to the request that waits for it by id, answers a server's ``
 refuses its other requests with the error the spec gives), and lets notifications go.
 
 The connection knows nothing of sessions or tools: :mod:`amends_toolkit.actors._mcp_stdio`
-drives it. Its failures are :class:`StartFailed` (the command could not be started, saying
-which and why), :class:`ProcessEnded` (no answer will ever come; for a process that died by
-itself, its exit code and the last lines of its stderr, which a WARNING log line carries too)
-and :class:`~amends_toolkit.protocols.mcp._jsonrpc.ProtocolError` (an answer that is not MCP).
-
-How the process ends (the spec's stdio shutdown): its stdin is closed, then it is terminated,
-then killed, each step waited for a bounded time and shielded from cancellation. It runs in a
-session of its own, so nothing but its host ends it: not the terminal's hangup, nor its Ctrl-C.
+drives it. How the process is started and ended (its environment, its session of its own, the
+spec's stdio shutdown) is :mod:`amends_toolkit.protocols.mcp._process`'s. The connection's
+failures are :class:`~amends_toolkit.protocols.mcp._process.StartFailed` (the command could not
+be started, saying which and why), :class:`ProcessEnded` (no answer will ever come; for a
+process that died by itself, its exit code and the last lines of its stderr, which a WARNING log
+line carries too) and :class:`~amends_toolkit.protocols.mcp._jsonrpc.ProtocolError` (an answer
+that is not MCP).
 """
 
 from __future__ import annotations
 
-import errno
 import itertools
 import json
-import os
 import re
-import signal
-import sys
 from collections import deque
 from contextlib import asynccontextmanager, suppress
 from typing import TYPE_CHECKING, Final
@@ -53,8 +48,16 @@ from amends_toolkit.protocols.mcp._jsonrpc import (
     request,
     result_response,
 )
+from amends_toolkit.protocols.mcp._process import (
+    CLOSE_GRACE,
+    TERMINATE_GRACE,
+    exit_words,
+    start_process,
+    stop_process,
+)
 
 if TYPE_CHECKING:
+    import os
     from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 
     from anyio.abc import ByteReceiveStream, Process
@@ -62,16 +65,7 @@ if TYPE_CHECKING:
 
     from amends_toolkit._json import JsonObject, JsonValue
 
-__all__ = (
-    "CLOSE_GRACE",
-    "MAX_STDERR_LINE",
-    "STDERR_TAIL",
-    "TERMINATE_GRACE",
-    "ProcessEnded",
-    "StartFailed",
-    "StdioConnection",
-    "default_environment",
-)
+__all__ = ("MAX_STDERR_LINE", "STDERR_TAIL", "ProcessEnded", "StdioConnection")
 
 _log = get_logger(__name__)
 
@@ -80,12 +74,6 @@ MAX_STDERR_LINE: Final = 4096
 
 STDERR_TAIL: Final = 10
 """How many of the last stderr lines a process that died is reported with."""
-
-CLOSE_GRACE: Final = 2.0
-"""Seconds a server has to exit once its stdin is closed, before it is terminated."""
-
-TERMINATE_GRACE: Final = 2.0
-"""Seconds a server has to exit once terminated, before it is killed (and again after)."""
 
 NOTES_BUFFER: Final = 64
 """Notifications a request that reads them holds before it has read them; more are dropped."""
@@ -102,72 +90,9 @@ _PEEK: Final = 256
 _ID_FIRST: Final = re.compile(rb'\s*\{\s*"jsonrpc"\s*:\s*"2\.0"\s*,\s*"id"\s*:\s*(-?\d+|"[^"\\]*")')
 _ID_LAST: Final = re.compile(rb'"id"\s*:\s*(-?\d+|"[^"\\]*")\s*\}\s*$')
 
-_INHERITED: Final = (
-    (
-        "APPDATA",
-        "HOMEDRIVE",
-        "HOMEPATH",
-        "LOCALAPPDATA",
-        "PATH",
-        "PATHEXT",
-        "PROCESSOR_ARCHITECTURE",
-        "SYSTEMDRIVE",
-        "SYSTEMROOT",
-        "TEMP",
-        "USERNAME",
-        "USERPROFILE",
-    )
-    if sys.platform == "win32"
-    else ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER")
-)
-
-
-def default_environment() -> dict[str, str]:
-    """The part of the host's environment a server inherits: where programs are, who runs them.
-
-    The host's other variables (its tokens, its keys) are not a server's to read; a source's
-    ``env`` adds what a server needs. The official SDKs draw the same line.
-    """
-    return {
-        key: value
-        for key in _INHERITED
-        if (value := os.environ.get(key)) is not None and not value.startswith("()")
-    }
-
 
 class ProcessEnded(Exception):
     """The server process ended, closed its output, or stopped reading: no answer will come."""
-
-
-class StartFailed(OSError):
-    """The server's command could not be started; the message says which command and why."""
-
-
-def _start_failed(command: str, cwd: str | os.PathLike[str] | None, error: OSError) -> StartFailed:
-    """What a host reads when a server will not start: the command, the cause, the fix."""
-    cause = error.strerror or str(error)
-    if error.errno == errno.ENOENT and cwd is not None and not os.path.isdir(cwd):
-        why = f"its working directory {os.fspath(cwd)!r} does not exist"
-    elif error.errno == errno.ENOENT:
-        why = f"{cause} (give the program's full path, or install it on the PATH)"
-    elif error.errno == errno.EACCES:
-        why = f"{cause} (is it an executable file?)"
-    else:
-        why = cause
-    failure = StartFailed(f"could not start the server command {command!r}: {why}")
-    failure.errno = error.errno
-    return failure
-
-
-def _exit(code: int | None) -> str:
-    if code is None:
-        return "still running"
-    if code < 0:
-        try:
-            return f"killed by {signal.Signals(-code).name}"
-        except ValueError:
-            return f"killed by signal {-code}"
-    return f"exit code {code}"
 
 
 class _Pending:
@@ -247,20 +172,7 @@ class StdioConnection:
             ProcessEnded: on leaving, when the process ended by itself while it was held: the
                 body was cancelled (so every request in it ended) and its holder should fail.
         """
-        environment = default_environment()
-        if env is not None:
-            environment.update(env)
-        try:
-            # Shielded: a stop that came while the process starts would leave it running with
-            # nobody to end it; it is ended below, once started.
-            with anyio.CancelScope(shield=True):
-                # A session of its own (as the SDK's stdio client starts one): a hangup of the
-                # host's terminal, or its Ctrl-C, never reaches the server; the host ends it.
-                process = await anyio.open_process(
-                    [command, *args], env=environment, cwd=cwd, start_new_session=True
-                )
-        except OSError as error:
-            raise _start_failed(command, cwd, error) from error
+        process = await start_process(command, args, env=env, cwd=cwd)
         connection = cls(
             process,
             name=name,
@@ -279,7 +191,10 @@ class StdioConnection:
                     yield connection
                 finally:
                     connection._closing = True
-                    await connection._end_process(close_grace, terminate_grace)
+                    await stop_process(
+                        process, close_grace=close_grace, terminate_grace=terminate_grace
+                    )
+                    _log.info("mcp.stdio_stopped", source=name, returncode=process.returncode)
                     tasks.cancel_scope.cancel()
         finally:
             connection._settle_all("the server process was stopped")
@@ -596,33 +511,14 @@ class StdioConnection:
         last lines of stderr; logged at WARNING too, since the host may never call again."""
         code, tail = self._process.returncode, list(self._stderr_tail)
         _log.warning(
-            "mcp.stdio_ended", source=self._name, reason=why, exit=_exit(code), stderr=tail
+            "mcp.stdio_ended", source=self._name, reason=why, exit=exit_words(code), stderr=tail
         )
         said = "\n".join(f"  | {line}" for line in tail)
         told = f"the last lines of its stderr:\n{said}" if tail else "nothing on its stderr"
-        return f"{why} ({_exit(code)}); {told}"
+        return f"{why} ({exit_words(code)}); {told}"
 
     def _settle_all(self, why: str) -> None:
         if self._ended is None:
             self._ended = why
         for pending in self._pending.values():
             pending.settle(None, ProcessEnded(why))
-
-    async def _end_process(self, close_grace: float, terminate_grace: float) -> None:
-        """Close stdin, then terminate, then kill: each step waited for, bounded and shielded."""
-        process = self._process
-        with anyio.CancelScope(shield=True):
-            with anyio.move_on_after(close_grace):
-                with suppress(anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
-                    await process.stdin.aclose()  # type: ignore[union-attr]
-                await process.wait()
-            for step in (process.terminate, process.kill):
-                if process.returncode is not None:
-                    break
-                with suppress(ProcessLookupError):
-                    step()
-                with anyio.move_on_after(terminate_grace):
-                    await process.wait()
-            with anyio.move_on_after(terminate_grace):
-                await process.aclose()
-        _log.info("mcp.stdio_stopped", source=self._name, returncode=process.returncode)
