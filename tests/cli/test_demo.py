@@ -159,3 +159,22 @@ def test_the_demo_on_a_terminal_reads_in_order_with_headers_and_no_log_line() ->
     text = on_a_terminal(COMMANDS["amends-toolkit demo"])
     assert "┃ tool" in text  # rich drew its tables
     check(text)
+
+
+def test_a_reader_gone_ends_the_demo_quietly() -> None:
+    # issue 32: `amends-toolkit demo | head` printed uvicorn's traceback of each embedded server
+    # (cancelled mid-serve, its lifespan task cancelled when the loop closed), 125 lines
+    read, write = os.pipe()
+    os.close(read)  # the reader is gone before the first line: deterministically
+    try:
+        done = subprocess.run(
+            COMMANDS["amends-toolkit demo"],
+            stdout=write,
+            stderr=subprocess.PIPE,
+            timeout=120,
+            env={**os.environ, "PYTHONPATH": SRC, "PYTHONUNBUFFERED": "1"},
+        )
+    finally:
+        os.close(write)
+    assert done.returncode == 1
+    assert not done.stderr, done.stderr.decode()[-2000:]
