@@ -31,6 +31,7 @@ from starlette.routing import Route
 
 import amends_toolkit as at
 from amends_toolkit.cli._output import Output
+from amends_toolkit.cli._uvicorn import QuietServer
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
@@ -193,7 +194,7 @@ async def serve(app: ASGIApp) -> AsyncIterator[str]:
     config = uvicorn.Config(
         app, host="127.0.0.1", port=0, log_level="warning", timeout_graceful_shutdown=1
     )
-    server = uvicorn.Server(config)
+    server = QuietServer(config)
 
     async def run() -> None:
         with anyio.CancelScope(shield=True):  # it ends when should_exit says so
