@@ -96,6 +96,17 @@ def test_an_unreachable_server_is_one_line_without_a_traceback(
     assert not any("Traceback" in line for line in lines)
 
 
+def test_a_stdio_server_that_will_not_start_is_not_told_of_an_address(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # issue 32: "... install it on the PATH) (is the server running, and the address right?)"
+    assert main(["inspect", "--", "amends-toolkit-no-such-server"]) == 1
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert last.startswith("error: UnavailableError: ")
+    assert last.endswith("(give the program's full path, or install it on the PATH)")
+    assert "address" not in last
+
+
 def test_a_wrong_key_in_the_config_names_its_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -215,7 +215,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         # A person reads it: one line, the traceback only when asked for.
         if options.debug:
             raise
-        output.error(_explain(_sole(error)))
+        output.error(_explain(_sole(error), stdio=stdio is not None))
         return 1
 
 
@@ -226,8 +226,9 @@ def _sole(error: BaseException) -> BaseException:
     return error
 
 
-def _explain(error: BaseException) -> str:
-    """One line a person can act on."""
+def _explain(error: BaseException, *, stdio: bool) -> str:
+    """One line a person can act on; ``stdio``: the command's source is a stdio server, whose
+    errors say themselves why it did not start or what it wrote as it died (it has no address)."""
     from amends_toolkit.cli._config import ConfigError
 
     if isinstance(error, ConfigError | OSError):
@@ -236,7 +237,7 @@ def _explain(error: BaseException) -> str:
         # The command's one source: its error says what failed, and where.
         advice = {
             "AuthenticationError": " (the server refused the credentials: check the headers)",
-            "UnavailableError": " (is the server running, and the address right?)",
+            "UnavailableError": "" if stdio else " (is the server running, and the address right?)",
         }.get(error.reason, "")
         return f"{error.reason}: {error.message}{advice}"
     return f"{type(error).__name__}: {error} (run with --debug for the traceback)"
