@@ -16,6 +16,7 @@ import base64
 import json
 from typing import TYPE_CHECKING, Any, Final
 
+from amends_toolkit._extras import missing_extra
 from amends_toolkit._json import MAX_DEPTH, JsonRefused, JsonTooDeep, loads
 from amends_toolkit.protocols.openapi._reader import DocumentError
 
@@ -62,7 +63,7 @@ def parse_document(
 
     Raises:
         DocumentError: the text is neither JSON nor YAML, is YAML and PyYAML is not installed
-            (``pip install -e './amends-toolkit[yaml]'``), nests more than ``max_depth`` levels, or
+            (the error names the ``yaml`` extra's ``pip install`` line), nests more than ``max_depth`` levels, or
             has aliases that would add more than ``max_alias_nodes`` nodes (or contain
             themselves).
     """
@@ -80,11 +81,11 @@ def parse_document(
             pass  # not JSON: YAML, perhaps
     try:
         import yaml
-    except ImportError:
-        raise DocumentError(
-            "the document is not JSON, and reading YAML needs PyYAML: "
-            "pip install -e './amends-toolkit[yaml]'"
-        ) from None
+    except ModuleNotFoundError as error:
+        missing = missing_extra(error, extra="yaml", modules=("yaml",), needed_by="reading YAML")
+        if missing is error:
+            raise
+        raise DocumentError(f"the document is not JSON, and {missing}") from None
     try:
         loaded = yaml.load(text, Loader=_loader(yaml))
     except (yaml.YAMLError, RecursionError) as error:
