@@ -247,6 +247,18 @@ def test_an_error_of_the_commands_source_is_not_named_source_source(
     assert "source source" not in last
 
 
+def test_a_document_the_command_cannot_read_is_not_named_source_source(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # issue 32: "error: source 'source': notes.yaml: the document is not JSON, ..."
+    document = tmp_path / "notes.yaml"
+    document.write_text("openapi: [3.0\n")
+    assert main(["inspect", str(document)]) == 1
+    err = capsys.readouterr().err
+    assert f"error: {document}: the document is neither JSON nor YAML: " in err, err
+    assert "source 'source'" not in err
+
+
 def test_a_wrong_tool_name_is_told_the_near_names(tasks_url: str) -> None:
     done = run("call", tasks_url, "list_task", "{}")
     assert done.returncode == 1

@@ -320,7 +320,12 @@ async def _one_source(options: argparse.Namespace, stdio: list[str] | None, outp
         timeout=options.timeout,
     )
     async with AsyncExitStack() as stack:
-        built = await build_source(config, stack)
+        try:
+            built = await build_source(config, stack)
+        except ConfigError as error:
+            # The command's one source has no name a person gave it: its errors begin with what
+            # the person wrote (the document's path), not "source 'source'".
+            raise ConfigError(str(error).removeprefix(f"source {config.name!r}: ")) from None
         runtime = await stack.enter_async_context(Runtime())
         ref = await runtime.spawn(built.source)
         with output.status("Discovering the tools"):
