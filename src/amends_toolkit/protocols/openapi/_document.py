@@ -89,12 +89,21 @@ def parse_document(
     try:
         loaded = yaml.load(text, Loader=_loader(yaml))
     except (yaml.YAMLError, RecursionError) as error:
-        raise DocumentError(f"the document is neither JSON nor YAML: {error}") from None
+        raise DocumentError(f"the document is neither JSON nor YAML: {_one_line(error)}") from None
     try:
         _measure(loaded, max_depth=max_depth, max_alias_nodes=max_alias_nodes)
         return _json(loaded)
     except RecursionError:  # a max_depth raised past what Python's stack follows
         raise DocumentError("the document nests deeper than can be read") from None
+
+
+def _one_line(error: BaseException) -> str:
+    """PyYAML's error as one line, its problem and where it is (its own text is up to four
+    lines, each naming the stream ``"<unicode string>"``)."""
+    problem, mark = getattr(error, "problem", None), getattr(error, "problem_mark", None)
+    if problem and mark is not None:
+        return f"{problem} at line {mark.line + 1}, column {mark.column + 1}"
+    return " ".join(str(error).split())
 
 
 _LOADER: Any = None
