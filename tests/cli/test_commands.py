@@ -15,6 +15,7 @@ from mcp import Client
 import amends_toolkit as at
 from amends_toolkit._extras import _CLONE as CLONE
 from amends_toolkit.cli import main
+from amends_toolkit.cli._sources import source_from_argument
 from conformance._servers import closed_port, serve
 
 from .gateway import SRC, GatewayProcess
@@ -365,3 +366,14 @@ def test_serve_presentation_takes_only_a_presentation(capsys: pytest.CaptureFixt
     assert "invalid choice: 'cards' (choose from 'tools', 'search', 'code')" in (
         capsys.readouterr().err
     )
+
+
+def test_the_help_of_base_url_names_the_default_it_takes(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # issue 32: it said "(default 127.0.0.1)", which is no URL; --base-url wants one
+    with pytest.raises(SystemExit):
+        main(["call", "--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    config = source_from_argument([str(CORPUS / "README.md")], name="s", headers={}, base_url=None)
+    assert f"(default {config.base_url})" in help_text

@@ -21,7 +21,7 @@ import anyio
 
 from amends_toolkit._errors import ToolSourceError
 from amends_toolkit._extras import require_extra
-from amends_toolkit.cli._config import PRESENTATIONS
+from amends_toolkit.cli._config import COMMAND_LINE_BASE_URL, PRESENTATIONS
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -113,7 +113,8 @@ def _parser() -> argparse.ArgumentParser:
             help="a header whose value comes from the environment (quote it: 'X-Key=${KEY}')",
         )
         command.add_argument(
-            "--base-url", help="where an OpenAPI document's requests go (default 127.0.0.1)"
+            "--base-url",
+            help=f"where an OpenAPI document's requests go (default {COMMAND_LINE_BASE_URL})",
         )
         command.add_argument("--timeout", type=float, default=30.0, help="seconds (default 30)")
 
