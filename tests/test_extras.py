@@ -101,3 +101,17 @@ def test_the_hybrid_ranker_without_its_packages_names_the_extra(
         f"at.presentation.HybridRanker needs the 'embeddings' extra ({missing} is not installed): "
         f"pip install -e '{CLONE}[embeddings]'"
     )
+
+
+def test_a_yaml_document_without_pyyaml_names_the_extra_as_every_extra_does(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # issue 32: its line read pip install -e './amends-toolkit[yaml]' (the docs' placeholder),
+    # where every other extra's names the clone the library was installed from
+    hide(monkeypatch, "yaml")
+    with pytest.raises(at.openapi.DocumentError) as caught:
+        at.openapi.parse_document("openapi: 3.0.0\n")
+    assert str(caught.value) == (
+        "the document is not JSON, and reading YAML needs the 'yaml' extra (yaml is not "
+        f"installed): pip install -e '{CLONE}[yaml]'"
+    )

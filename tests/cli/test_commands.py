@@ -15,6 +15,7 @@ from mcp import Client
 import amends_toolkit as at
 from amends_toolkit._extras import _CLONE as CLONE
 from amends_toolkit.cli import main
+from amends_toolkit.cli._sources import source_from_argument
 from conformance._servers import closed_port, serve
 
 from .gateway import SRC, GatewayProcess
@@ -94,6 +95,17 @@ def test_an_unreachable_server_is_one_line_without_a_traceback(
     assert lines[-1].startswith("error: UnavailableError")
     assert "is the server running" in lines[-1]
     assert not any("Traceback" in line for line in lines)
+
+
+def test_a_stdio_server_that_will_not_start_is_not_told_of_an_address(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # issue 32: "... install it on the PATH) (is the server running, and the address right?)"
+    assert main(["inspect", "--", "amends-toolkit-no-such-server"]) == 1
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert last.startswith("error: UnavailableError: ")
+    assert last.endswith("(give the program's full path, or install it on the PATH)")
+    assert "address" not in last
 
 
 def test_a_wrong_key_in_the_config_names_its_line(
@@ -236,6 +248,18 @@ def test_an_error_of_the_commands_source_is_not_named_source_source(
     assert "source source" not in last
 
 
+def test_a_document_the_command_cannot_read_is_not_named_source_source(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # issue 32: "error: source 'source': notes.yaml: the document is not JSON, ..."
+    document = tmp_path / "notes.yaml"
+    document.write_text("openapi: [3.0\n")
+    assert main(["inspect", str(document)]) == 1
+    err = capsys.readouterr().err
+    assert f"error: {document}: the document is neither JSON nor YAML: " in err, err
+    assert "source 'source'" not in err
+
+
 def test_a_wrong_tool_name_is_told_the_near_names(tasks_url: str) -> None:
     done = run("call", tasks_url, "list_task", "{}")
     assert done.returncode == 1
@@ -342,3 +366,14 @@ def test_serve_presentation_takes_only_a_presentation(capsys: pytest.CaptureFixt
     assert "invalid choice: 'cards' (choose from 'tools', 'search', 'code')" in (
         capsys.readouterr().err
     )
+
+
+def test_the_help_of_base_url_names_the_default_it_takes(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # issue 32: it said "(default 127.0.0.1)", which is no URL; --base-url wants one
+    with pytest.raises(SystemExit):
+        main(["call", "--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    config = source_from_argument([str(CORPUS / "README.md")], name="s", headers={}, base_url=None)
+    assert f"(default {config.base_url})" in help_text

@@ -9,6 +9,7 @@ import os
 import pty
 import re
 import select
+import signal
 import struct
 import subprocess
 import sys
@@ -159,3 +160,42 @@ def test_the_demo_on_a_terminal_reads_in_order_with_headers_and_no_log_line() ->
     text = on_a_terminal(COMMANDS["amends-toolkit demo"])
     assert "┃ tool" in text  # rich drew its tables
     check(text)
+
+
+def test_ctrl_c_stops_the_demo_at_once_and_quietly() -> None:
+    # issue 32: uvicorn's own handler took SIGINT, so Ctrl-C stopped one embedded server and the
+    # demo ran on to its end, each call of that server's sources failing
+    with subprocess.Popen(
+        COMMANDS["amends-toolkit demo"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "PYTHONPATH": SRC},
+        start_new_session=True,
+    ) as process:
+        assert process.stderr is not None
+        assert process.stderr.readline() == b"amends-toolkit: Discovering the sources' tools ...\n"
+        process.send_signal(signal.SIGINT)
+        stdout, stderr = process.communicate(timeout=60)
+    assert process.returncode == 130, stderr.decode()[-2000:]
+    assert not stderr, stderr.decode()[-2000:]
+    assert b"UnavailableError" not in stdout
+    assert "Actors" not in sections(stdout.decode())
+
+
+def test_a_reader_gone_ends_the_demo_quietly() -> None:
+    # issue 32: `amends-toolkit demo | head` printed uvicorn's traceback of each embedded server
+    # (cancelled mid-serve, its lifespan task cancelled when the loop closed), 125 lines
+    read, write = os.pipe()
+    os.close(read)  # the reader is gone before the first line: deterministically
+    try:
+        done = subprocess.run(
+            COMMANDS["amends-toolkit demo"],
+            stdout=write,
+            stderr=subprocess.PIPE,
+            timeout=120,
+            env={**os.environ, "PYTHONPATH": SRC, "PYTHONUNBUFFERED": "1"},
+        )
+    finally:
+        os.close(write)
+    assert done.returncode == 1
+    assert not done.stderr, done.stderr.decode()[-2000:]

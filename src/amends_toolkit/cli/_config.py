@@ -126,6 +126,8 @@ MAX_CONNECTIONS: Final = 2_048
 Presentation = Literal["tools", "search", "code"]
 PRESENTATIONS: Final[tuple[Presentation, ...]] = get_args(Presentation)
 SourceKind = Literal["mcp", "stdio", "openapi"]
+COMMAND_LINE_BASE_URL: Final = "http://127.0.0.1"
+"""Where the requests of an OpenAPI document named on the command line go without --base-url."""
 ApprovalBy = Literal["caller", "approvers", "either"]
 APPROVAL_BY: Final[tuple[ApprovalBy, ...]] = get_args(ApprovalBy)
 

@@ -31,6 +31,7 @@ from starlette.routing import Route
 
 import amends_toolkit as at
 from amends_toolkit.cli._output import Output
+from amends_toolkit.cli._uvicorn import QuietServer
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
@@ -183,15 +184,31 @@ class Guarded:
 
 @asynccontextmanager
 async def serve(app: ASGIApp) -> AsyncIterator[str]:
-    """Serve an ASGI app with uvicorn on 127.0.0.1 and a free port; yield its base URL."""
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning"))
+    """Serve an ASGI app with uvicorn on 127.0.0.1 and a free port; yield its base URL.
+
+    However the block ends (its end, an error such as a reader gone, Ctrl-C), the server stops
+    as uvicorn stops it, its lifespan's shutdown included, within a second: cancelled mid-serve,
+    uvicorn left its lifespan task to be cancelled as the loop closed, and logged that as an
+    ERROR with its traceback.
+    """
+    config = uvicorn.Config(
+        app, host="127.0.0.1", port=0, log_level="warning", timeout_graceful_shutdown=1
+    )
+    server = QuietServer(config)
+
+    async def run() -> None:
+        with anyio.CancelScope(shield=True):  # it ends when should_exit says so
+            await server.serve()
+
     async with anyio.create_task_group() as tasks:
-        tasks.start_soon(server.serve)
-        while not server.started:  # noqa: ASYNC110 - uvicorn offers no event to wait on
-            await anyio.sleep(0.01)
-        port = server.servers[0].sockets[0].getsockname()[1]
-        yield f"http://127.0.0.1:{port}"
-        server.should_exit = True
+        tasks.start_soon(run)
+        try:
+            while not server.started:  # noqa: ASYNC110 - uvicorn offers no event to wait on
+                await anyio.sleep(0.01)
+            port = server.servers[0].sockets[0].getsockname()[1]
+            yield f"http://127.0.0.1:{port}"
+        finally:
+            server.should_exit = True
 
 
 _output = Output()

@@ -30,7 +30,6 @@ reaches them, and the gateway ends them itself.
 
 from __future__ import annotations
 
-import contextlib
 import contextvars
 import itertools
 import json
@@ -82,6 +81,7 @@ from amends_toolkit.cli._profiles import profile_of
 from amends_toolkit.cli._sources import build_per_caller, build_source, open_connections
 from amends_toolkit.cli._telemetry import exporting
 from amends_toolkit.cli._terminal import has_terminal
+from amends_toolkit.cli._uvicorn import QuietServer
 from amends_toolkit.presentations import MontyRuntime, code_mode, tool_search
 from amends_toolkit.runtime import (
     ActorRef,
@@ -95,7 +95,7 @@ from amends_toolkit.runtime import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Callable, Generator, Sequence
+    from collections.abc import AsyncIterator, Callable, Sequence
 
     from anyio.abc import TaskGroup, TaskStatus
     from limits.storage import Storage
@@ -173,14 +173,6 @@ class _Profile:
     policy: GlobPolicy
     what: str
     """How its notes name its policy: ``[policy]``, or ``profile eng's policy``."""
-
-
-class _QuietServer(uvicorn.Server):
-    """uvicorn without its signal handlers: the gateway handles signals itself."""
-
-    @contextlib.contextmanager
-    def capture_signals(self) -> Generator[None, None, None]:
-        yield
 
 
 class Gateway:
@@ -374,7 +366,7 @@ class Gateway:
                     f"serving at most {connections} connections, not max_connections = "
                     f"{serve.max_connections}: the process may open {files} files (ulimit -n)"
                 )
-            server = _QuietServer(
+            server = QuietServer(
                 uvicorn.Config(
                     served_app,
                     host=serve.host,

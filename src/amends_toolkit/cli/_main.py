@@ -21,7 +21,7 @@ import anyio
 
 from amends_toolkit._errors import ToolSourceError
 from amends_toolkit._extras import require_extra
-from amends_toolkit.cli._config import PRESENTATIONS
+from amends_toolkit.cli._config import COMMAND_LINE_BASE_URL, PRESENTATIONS
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -113,7 +113,8 @@ def _parser() -> argparse.ArgumentParser:
             help="a header whose value comes from the environment (quote it: 'X-Key=${KEY}')",
         )
         command.add_argument(
-            "--base-url", help="where an OpenAPI document's requests go (default 127.0.0.1)"
+            "--base-url",
+            help=f"where an OpenAPI document's requests go (default {COMMAND_LINE_BASE_URL})",
         )
         command.add_argument("--timeout", type=float, default=30.0, help="seconds (default 30)")
 
@@ -215,7 +216,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         # A person reads it: one line, the traceback only when asked for.
         if options.debug:
             raise
-        output.error(_explain(_sole(error)))
+        output.error(_explain(_sole(error), stdio=stdio is not None))
         return 1
 
 
@@ -226,8 +227,9 @@ def _sole(error: BaseException) -> BaseException:
     return error
 
 
-def _explain(error: BaseException) -> str:
-    """One line a person can act on."""
+def _explain(error: BaseException, *, stdio: bool) -> str:
+    """One line a person can act on; ``stdio``: the command's source is a stdio server, whose
+    errors say themselves why it did not start or what it wrote as it died (it has no address)."""
     from amends_toolkit.cli._config import ConfigError
 
     if isinstance(error, ConfigError | OSError):
@@ -236,7 +238,7 @@ def _explain(error: BaseException) -> str:
         # The command's one source: its error says what failed, and where.
         advice = {
             "AuthenticationError": " (the server refused the credentials: check the headers)",
-            "UnavailableError": " (is the server running, and the address right?)",
+            "UnavailableError": "" if stdio else " (is the server running, and the address right?)",
         }.get(error.reason, "")
         return f"{error.reason}: {error.message}{advice}"
     return f"{type(error).__name__}: {error} (run with --debug for the traceback)"
@@ -319,7 +321,12 @@ async def _one_source(options: argparse.Namespace, stdio: list[str] | None, outp
         timeout=options.timeout,
     )
     async with AsyncExitStack() as stack:
-        built = await build_source(config, stack)
+        try:
+            built = await build_source(config, stack)
+        except ConfigError as error:
+            # The command's one source has no name a person gave it: its errors begin with what
+            # the person wrote (the document's path), not "source 'source'".
+            raise ConfigError(str(error).removeprefix(f"source {config.name!r}: ")) from None
         runtime = await stack.enter_async_context(Runtime())
         ref = await runtime.spawn(built.source)
         with output.status("Discovering the tools"):

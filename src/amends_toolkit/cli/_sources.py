@@ -25,7 +25,13 @@ import httpx2
 
 from amends_toolkit import http, mcp, openapi
 from amends_toolkit._errors import ConnectionRequired
-from amends_toolkit.cli._config import ConfigError, SourceConfig, caller_secret, expand_header
+from amends_toolkit.cli._config import (
+    COMMAND_LINE_BASE_URL,
+    ConfigError,
+    SourceConfig,
+    caller_secret,
+    expand_header,
+)
 from amends_toolkit.cli._per_caller import PerCallerSource, SharedTransport, tenant_client
 
 if TYPE_CHECKING:
@@ -380,7 +386,7 @@ def source_from_argument(
             name=name,
             kind="openapi",
             target=first,
-            base_url=base_url or "http://127.0.0.1",
+            base_url=base_url or COMMAND_LINE_BASE_URL,
             headers=headers,
         )
     raise ConfigError(

@@ -65,6 +65,21 @@ def test_text_that_is_no_document_is_a_document_error(text: str | bytes, message
         at.openapi.parse_document(text)
 
 
+@pytest.mark.parametrize(
+    ("text", "told"),
+    [
+        ("openapi: [3.0\n", "did not find expected ',' or ']' at line 2, column 1"),
+        ("a: b: c\n", "mapping values are not allowed in this context at line 1, column 5"),
+    ],
+)
+def test_a_yaml_mistake_is_told_in_one_line_with_where_it_is(text: str, told: str) -> None:
+    # issue 32: PyYAML's own text is up to four lines, each naming "<unicode string>"; the
+    # command's error is one line
+    with pytest.raises(at.openapi.DocumentError) as caught:
+        at.openapi.parse_document(text)
+    assert str(caught.value) == f"the document is neither JSON nor YAML: {told}"
+
+
 def test_the_public_surface_of_at_openapi_is_pinned() -> None:
     assert at.openapi.__all__ == (
         "DocumentError",

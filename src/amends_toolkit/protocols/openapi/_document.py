@@ -16,6 +16,7 @@ import base64
 import json
 from typing import TYPE_CHECKING, Any, Final
 
+from amends_toolkit._extras import missing_extra
 from amends_toolkit._json import MAX_DEPTH, JsonRefused, JsonTooDeep, loads
 from amends_toolkit.protocols.openapi._reader import DocumentError
 
@@ -62,7 +63,7 @@ def parse_document(
 
     Raises:
         DocumentError: the text is neither JSON nor YAML, is YAML and PyYAML is not installed
-            (``pip install -e './amends-toolkit[yaml]'``), nests more than ``max_depth`` levels, or
+            (the error names the ``yaml`` extra's ``pip install`` line), nests more than ``max_depth`` levels, or
             has aliases that would add more than ``max_alias_nodes`` nodes (or contain
             themselves).
     """
@@ -80,20 +81,29 @@ def parse_document(
             pass  # not JSON: YAML, perhaps
     try:
         import yaml
-    except ImportError:
-        raise DocumentError(
-            "the document is not JSON, and reading YAML needs PyYAML: "
-            "pip install -e './amends-toolkit[yaml]'"
-        ) from None
+    except ModuleNotFoundError as error:
+        missing = missing_extra(error, extra="yaml", modules=("yaml",), needed_by="reading YAML")
+        if missing is error:
+            raise
+        raise DocumentError(f"the document is not JSON, and {missing}") from None
     try:
         loaded = yaml.load(text, Loader=_loader(yaml))
     except (yaml.YAMLError, RecursionError) as error:
-        raise DocumentError(f"the document is neither JSON nor YAML: {error}") from None
+        raise DocumentError(f"the document is neither JSON nor YAML: {_one_line(error)}") from None
     try:
         _measure(loaded, max_depth=max_depth, max_alias_nodes=max_alias_nodes)
         return _json(loaded)
     except RecursionError:  # a max_depth raised past what Python's stack follows
         raise DocumentError("the document nests deeper than can be read") from None
+
+
+def _one_line(error: BaseException) -> str:
+    """PyYAML's error as one line, its problem and where it is (its own text is up to four
+    lines, each naming the stream ``"<unicode string>"``)."""
+    problem, mark = getattr(error, "problem", None), getattr(error, "problem_mark", None)
+    if problem and mark is not None:
+        return f"{problem} at line {mark.line + 1}, column {mark.column + 1}"
+    return " ".join(str(error).split())
 
 
 _LOADER: Any = None
