@@ -1,6 +1,7 @@
 """A pydantic-ai toolset over a toolkit, so a pydantic-ai agent uses an assembled toolkit unchanged.
 
-Needs the ``pydantic-ai`` extra (``pip install amends-toolkit[pydantic-ai]``)::
+Needs the ``pydantic-ai`` extra (from the clone's parent folder:
+``pip install -e './amends-toolkit[pydantic-ai]'``)::
 
     from pydantic_ai import Agent
     from amends_toolkit.adapters.pydantic_ai import ToolkitToolset
