@@ -30,7 +30,13 @@ from amends_toolkit._options import check_name, check_seconds, check_url
 from amends_toolkit._progress import listener
 from amends_toolkit._tracing import traced
 from amends_toolkit.actors._limits import check_mcp_options
-from amends_toolkit.actors._mcp_core import asked_input, bounded, not_running, tool_failed
+from amends_toolkit.actors._mcp_core import (
+    asked_input,
+    bounded,
+    not_running,
+    raised_as_itself,
+    tool_failed,
+)
 from amends_toolkit.actors._mcp_errors import check_input, error_for_rpc
 from amends_toolkit.actors._mcp_listen import LISTEN_RETRY_MAX, LISTEN_RETRY_MIN, relay_list_changed
 from amends_toolkit.actors._mcp_listing import list_tools
@@ -163,33 +169,27 @@ class McpHttpSource:
         live = Conversation(
             name=self._name, wire=self._wire, timeout=self._timeout, end_timeout=self._end_timeout
         )
-        raised: Exception | None = None
-        try:
-            async with anyio.create_task_group() as tasks:
-                await tasks.start(live.run)
-                self._live = live
-                if self._on_list_changed is not None:
-                    retry, retry_max = self._listen_retry
-                    tasks.start_soon(
-                        functools.partial(relay_list_changed, retry=retry, retry_max=retry_max),
-                        self._name,
-                        self.listen_once,
-                        self._on_list_changed,
-                    )
-                try:
-                    yield
-                except Exception as error:  # noqa: BLE001 - the holder's own: raised as itself below
-                    raised = error
-                finally:
-                    self._live = None
-                    tasks.cancel_scope.cancel()
-        finally:
-            # The loop has stopped: ending the session is the incarnation's last change.
-            await live.end()
-        if raised is not None:
-            # Not wrapped in the task group's group: `except UnavailableError` around the
-            # block sees it.
-            raise raised
+        with raised_as_itself() as holder:
+            try:
+                async with anyio.create_task_group() as tasks:
+                    await tasks.start(live.run)
+                    self._live = live
+                    if self._on_list_changed is not None:
+                        retry, retry_max = self._listen_retry
+                        tasks.start_soon(
+                            functools.partial(relay_list_changed, retry=retry, retry_max=retry_max),
+                            self._name,
+                            self.listen_once,
+                            self._on_list_changed,
+                        )
+                    try:
+                        with holder.hold(tasks):
+                            yield
+                    finally:
+                        self._live = None
+            finally:
+                # The loop has stopped: ending the session is the incarnation's last change.
+                await live.end()
 
     def _running(self) -> Conversation:
         live = self._live

@@ -34,6 +34,7 @@ from amends_toolkit.actors._mcp_core import (
     asked_input,
     bounded,
     not_running,
+    raised_as_itself,
     session_version,
     tool_failed,
 )
@@ -171,40 +172,34 @@ class McpStdioSource:
             raise RuntimeError(
                 f"the stdio source {self._name!r} is running already: spawn a source once"
             )
-        raised: Exception | None = None
-        async with (
-            StdioConnection.open(
-                name=self._name,
-                command=self._command,
-                args=self._args,
-                env=self._env,
-                cwd=self._cwd,
-                write_timeout=self._timeout,
-                close_grace=self._end_timeout,
-                terminate_grace=self._end_timeout,
-                on_notification=self._notified,
-                max_line=self._max_answer_bytes,
-                max_depth=self._max_depth,
-            ) as connection,
-            anyio.create_task_group() as tasks,
-        ):
-            live = _Live(
-                connection=connection,
-                loop=StateLoop(lambda _: self._begin(live), name=self._name),
-            )
-            await tasks.start(live.loop.run)
-            self._live = live
-            try:
-                yield
-            except Exception as error:  # noqa: BLE001 - the holder's own: raised as itself below
-                raised = error
-            finally:
-                self._live = None
-                tasks.cancel_scope.cancel()
-        if raised is not None:
-            # Not wrapped in the task groups' groups: `except UnavailableError` around the
-            # block sees it.
-            raise raised
+        with raised_as_itself() as holder:
+            async with (
+                StdioConnection.open(
+                    name=self._name,
+                    command=self._command,
+                    args=self._args,
+                    env=self._env,
+                    cwd=self._cwd,
+                    write_timeout=self._timeout,
+                    close_grace=self._end_timeout,
+                    terminate_grace=self._end_timeout,
+                    on_notification=self._notified,
+                    max_line=self._max_answer_bytes,
+                    max_depth=self._max_depth,
+                ) as connection,
+                anyio.create_task_group() as tasks,
+            ):
+                live = _Live(
+                    connection=connection,
+                    loop=StateLoop(lambda _: self._begin(live), name=self._name),
+                )
+                await tasks.start(live.loop.run)
+                self._live = live
+                try:
+                    with holder.hold(tasks):
+                        yield
+                finally:
+                    self._live = None
 
     def _notified(self, method: str) -> None:
         if method == LIST_CHANGED and self._on_list_changed is not None:

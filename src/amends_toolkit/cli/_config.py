@@ -1182,42 +1182,34 @@ class _Reader:
             ):
                 raise fail("replica must be a whole number from 1 to replicas", "replica")
             options["replica"], options["replicas"] = replica, replicas
-        hosts = raw.get("allowed_hosts", [])
-        if not isinstance(hosts, list) or not all(
-            isinstance(h, str) and _HOST.match(h) for h in hosts
-        ):
-            raise fail(
-                'allowed_hosts must be a list of hosts, such as ["gw.example.com"] '
-                '(or "gw.example.com:8443")',
+        for key, pattern, what in (
+            (
                 "allowed_hosts",
-            )
-        options["allowed_hosts"] = tuple(hosts)
-        origins = raw.get("allowed_origins", [])
-        if not isinstance(origins, list) or not all(
-            isinstance(o, str) and _ORIGIN.match(o) for o in origins
-        ):
-            raise fail(
-                'allowed_origins must be a list of origins, such as ["https://app.example.com"] '
-                "(a scheme, a host, a port if not the scheme's, no path)",
+                _HOST,
+                'hosts, such as ["gw.example.com"] (or "gw.example.com:8443")',
+            ),
+            (
                 "allowed_origins",
-            )
-        options["allowed_origins"] = tuple(origins)
-        if "metrics_key" in raw:
-            if not _is_key_template(raw["metrics_key"]):
-                raise fail(
-                    'metrics_key must take its value from the environment, as "${VAR}": '
-                    "a key written in the file is refused",
-                    "metrics_key",
-                )
-            options["metrics_key"] = raw["metrics_key"]
-        if "approval_key" in raw:
-            if not _is_key_template(raw["approval_key"]):
-                raise fail(
-                    'approval_key must take its value from the environment, as "${VAR}": '
-                    "a key written in the file is refused",
-                    "approval_key",
-                )
-            options["approval_key"] = raw["approval_key"]
+                _ORIGIN,
+                'origins, such as ["https://app.example.com"] '
+                "(a scheme, a host, a port if not the scheme's, no path)",
+            ),
+        ):
+            listed = raw.get(key, [])
+            if not isinstance(listed, list) or not all(
+                isinstance(item, str) and pattern.match(item) for item in listed
+            ):
+                raise fail(f"{key} must be a list of {what}", key)
+            options[key] = tuple(listed)
+        for key in ("metrics_key", "approval_key"):
+            if key in raw:
+                if not _is_key_template(raw[key]):
+                    raise fail(
+                        f'{key} must take its value from the environment, as "${{VAR}}": '
+                        "a key written in the file is refused",
+                        key,
+                    )
+                options[key] = raw[key]
         if "limits_storage" in raw:
             storage = raw["limits_storage"]
             if not (_is_key_template(storage) or _is_storage(storage)):

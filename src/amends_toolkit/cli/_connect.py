@@ -29,17 +29,17 @@ from mcp.client.auth import OAuthClientProvider
 from mcp.shared.auth import (
     AuthorizationCodeResult,
     OAuthClientInformationFull,
-    OAuthClientMetadata,
     OAuthMetadata,
     OAuthToken,
 )
-from pydantic import AnyUrl, ValidationError
+from pydantic import ValidationError
 from starlette.responses import PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 from amends_toolkit._errors import ConnectionRequired
 from amends_toolkit._log import get_logger
 from amends_toolkit.adapters import Refused
+from amends_toolkit.cli._oauth import client_metadata
 from amends_toolkit.cli._per_caller import tenant_client
 
 if TYPE_CHECKING:
@@ -198,12 +198,7 @@ def caller_provider(
     """The SDK's OAuth provider for one caller of one source, over the credential store."""
     return _Provider(
         server_url=server_url,
-        client_metadata=OAuthClientMetadata(
-            client_name="amends-toolkit gateway",
-            redirect_uris=[AnyUrl(redirect_uri)],
-            grant_types=["authorization_code", "refresh_token"],
-            response_types=["code"],
-        ),
+        client_metadata=client_metadata("amends-toolkit gateway", redirect_uri),
         storage=storage,
         redirect_handler=redirect_handler,
         callback_handler=callback_handler,

@@ -40,6 +40,7 @@ __all__ = (
     "FileTokenStorage",
     "LoopbackCallback",
     "MemoryTokenStorage",
+    "client_metadata",
     "loopback_handlers",
     "oauth_provider",
 )
@@ -149,6 +150,17 @@ class FileTokenStorage:
         self._write("client", client_info.model_dump(mode="json", exclude_none=True))
 
 
+def client_metadata(client_name: str, redirect_uri: str) -> OAuthClientMetadata:
+    """What the toolkit registers as with an authorization server: a client of the
+    authorization-code flow, with refresh, redirected to ``redirect_uri``."""
+    return OAuthClientMetadata(
+        client_name=client_name,
+        redirect_uris=[AnyUrl(redirect_uri)],
+        grant_types=["authorization_code", "refresh_token"],
+        response_types=["code"],
+    )
+
+
 def oauth_provider(
     *,
     server_url: str,
@@ -162,12 +174,7 @@ def oauth_provider(
     """The SDK's OAuth provider for one MCP server: give it as ``auth=`` to an httpx2 client."""
     return OAuthClientProvider(
         server_url=server_url,
-        client_metadata=OAuthClientMetadata(
-            client_name=client_name,
-            redirect_uris=[AnyUrl(redirect_uri)],
-            grant_types=["authorization_code", "refresh_token"],
-            response_types=["code"],
-        ),
+        client_metadata=client_metadata(client_name, redirect_uri),
         storage=storage,
         redirect_handler=redirect_handler,
         callback_handler=callback_handler,
