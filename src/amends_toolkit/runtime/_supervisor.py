@@ -185,7 +185,7 @@ class Runtime:
 
     A runtime is entered once, and left in the task that entered it (anyio's rule for a task
     group: a pytest fixture, a Starlette lifespan or an ``AsyncExitStack`` does so); leaving it
-    in another task stops its children and raises ``RuntimeError``. ``spawn``, ``stop`` and
+    in another task raises ``RuntimeError`` and changes nothing. ``spawn``, ``stop`` and
     ``children`` may be called from any task of the event loop.
 
     Args:
@@ -221,31 +221,34 @@ class Runtime:
         error: BaseException | None,
         traceback: TracebackType | None,
     ) -> bool:
+        if anyio.get_current_task().id != self._host:
+            # Refused before anything changes: the task that entered it can still leave it.
+            raise RuntimeError(
+                "a Runtime must be left in the task that entered it (its children run in a task "
+                "group, which anyio leaves only in the task that entered it): enter and leave it "
+                "in one task, as one `async with` block or one AsyncExitStack does"
+            )
         self._state = "closed"
         # Stopping is cleanup: it runs whatever ended the block, and is bounded by the grace.
         with anyio.CancelScope(shield=True):
             async with anyio.create_task_group() as stopping:
                 for child in list(self._children.values()):
                     stopping.start_soon(self._stop, child)
-        if anyio.get_current_task().id != self._host:
-            raise RuntimeError(
-                "a Runtime must be left in the task that entered it (its children run in a task "
-                "group, and anyio leaves a task group only in its own task): enter and leave it "
-                "in one task, such as one `async with` block or one AsyncExitStack"
-            )
         tasks, self._tasks = self._tasks, None
         assert tasks is not None  # entered, and left once
         # The children's task group hears no exception of the block but a cancellation, which
         # may be its own (a child's program exit cancelled the block) and only it may catch, so
         # that the block's own exception leaves it as itself, not in an ExceptionGroup.
+        caught = False
         if isinstance(error, anyio.get_cancelled_exc_class()):
-            caught = await tasks.__aexit__(kind, error, traceback)
+            caught = bool(await tasks.__aexit__(kind, error, traceback))
         else:
-            caught = await tasks.__aexit__(None, None, None)
+            # What it returns is for no exception (trio's says True): the block's goes on.
+            await tasks.__aexit__(None, None, None)
         if self._leaving is not None:
             leaving, self._leaving = self._leaving, None
             raise leaving
-        return bool(caught)
+        return caught
 
     def children(self) -> tuple[ActorRef, ...]:
         """The refs of the children alive now (neither stopped nor given up), oldest first.
