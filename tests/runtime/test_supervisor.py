@@ -314,15 +314,17 @@ async def test_a_child_that_ignores_a_stop_is_left_behind_after_the_grace(grace:
 
 
 @pytest.mark.virtual_clock
+@pytest.mark.parametrize("built", [False, True], ids=["source", "factory"])
 async def test_leaving_waits_for_a_child_that_declares_it_honours_cancellation(
-    caplog: pytest.LogCaptureFixture,
+    caplog: pytest.LogCaptureFixture, built: bool
 ) -> None:
     # Its child runs in the runtime's task group, which nothing outlives: a stop answers its
-    # callers after the grace, and leaving waits for its lifespan to end.
+    # callers after the grace, and leaving waits for its lifespan to end. For a factory, the
+    # first source it builds decides.
     caplog.set_level(logging.ERROR, logger="amends_toolkit")
     slow = HonouringSlowToLeave("slow", 10.0)
     async with Runtime(grace=2.0) as runtime:
-        ref = await runtime.spawn(slow)
+        ref = await runtime.spawn((lambda: slow) if built else slow)
         await anyio.wait_all_tasks_blocked()
         started = anyio.current_time()
         await runtime.stop(ref)
