@@ -457,6 +457,18 @@ class HonouringExiting(Exiting):
     honours_cancellation = True
 
 
+class Tidy(Honouring):
+    """A source whose lifespan awaits as it is left: a cancelled one would not finish."""
+
+    tidy = False
+
+    @asynccontextmanager
+    async def lifespan(self) -> AsyncIterator[None]:
+        yield
+        await anyio.lowlevel.checkpoint()
+        self.tidy = True
+
+
 @pytest.mark.both_backends
 @pytest.mark.parametrize("kind", [HonouringExiting, Exiting], ids=["grouped", "detached"])
 @pytest.mark.parametrize(
@@ -468,7 +480,7 @@ async def test_the_programs_exit_in_a_child_cancels_the_block_and_leaves_it_as_i
     # Structured concurrency: it is no crash of the child, it ends the host's block. Raised from
     # the child's own task it would skip the task group on asyncio, and end the program with a
     # TrioInternalError from a detached child on trio.
-    source, other = kind(leaving), Honouring("other")
+    source, other = kind(leaving), Tidy("other")
     reached: list[str] = []
 
     async def host() -> None:
@@ -487,6 +499,7 @@ async def test_the_programs_exit_in_a_child_cancels_the_block_and_leaves_it_as_i
     assert raised.value is leaving
     assert reached == ["cancelled"]
     assert [ref.statistics().state for ref in refs] == ["stopped", "stopped"]
+    assert other.tidy  # stopped as at any leaving, not cancelled
     with pytest.raises(at.UnavailableError):
         await refs[1].call("echo", {})
 

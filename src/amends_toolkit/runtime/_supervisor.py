@@ -11,9 +11,10 @@ first source it builds decides) runs in the task group the runtime enters with i
 none outlives the block. Only a child whose source does not declare it runs detached
 (``asyncio`` task, trio system task), since no task group can be left while a task in it still
 runs, and a stop must be able to leave behind, after ``grace``, a child that ignores it. What ends
-a child's supervisor other than a crash (a ``KeyboardInterrupt``, a ``SystemExit``) is raised in
-the runtime's task group, detached child or not, so it reaches the host's block as itself, on
-both backends.
+a child's supervisor other than a crash (a ``KeyboardInterrupt``, a ``SystemExit``) is handed to
+the runtime, detached child or not: it cancels the host's block and leaves it as itself, on both
+backends. On asyncio, one raised in another task (a worker's call, a task of a lifespan) is the
+event loop's own to raise, as asyncio does with every task's, before any task group hears it.
 
 Rules of the runtime:
 
@@ -202,6 +203,9 @@ class Runtime:
         self._children: dict[ActorRef, _Child] = {}
         self._state: Literal["new", "open", "closed"] = "new"
         self._tasks: TaskGroup | None = None
+        # The host's block, inside the task group: what a child passes on cancels it alone, so
+        # that the children are still stopped in order as it is left.
+        self._block: anyio.CancelScope | None = None
         self._host: int | None = None
         # What ended a child's supervisor other than a crash: raised as the runtime is left.
         self._leaving: BaseException | None = None
@@ -211,7 +215,9 @@ class Runtime:
             raise RuntimeError("a Runtime is entered once")
         tasks = anyio.create_task_group()
         await tasks.__aenter__()
-        self._tasks, self._host = tasks, anyio.get_current_task().id
+        block = anyio.CancelScope()
+        block.__enter__()
+        self._tasks, self._block, self._host = tasks, block, anyio.get_current_task().id
         self._state = "open"
         return self
 
@@ -229,26 +235,29 @@ class Runtime:
                 "in one task, as one `async with` block or one AsyncExitStack does"
             )
         self._state = "closed"
+        tasks, block = self._tasks, self._block
+        assert tasks is not None  # entered, and left once
+        assert block is not None
+        self._block = None
+        # Its own cancellation (a child passed on the program's exit) ends here.
+        caught = block.__exit__(kind, error, traceback)
         # Stopping is cleanup: it runs whatever ended the block, and is bounded by the grace.
         with anyio.CancelScope(shield=True):
             async with anyio.create_task_group() as stopping:
                 for child in list(self._children.values()):
                     stopping.start_soon(self._stop, child)
-        tasks, self._tasks = self._tasks, None
-        assert tasks is not None  # entered, and left once
-        # The children's task group hears no exception of the block but a cancellation, which
-        # may be its own (a child's program exit cancelled the block) and only it may catch, so
-        # that the block's own exception leaves it as itself, not in an ExceptionGroup.
-        caught = False
-        if isinstance(error, anyio.get_cancelled_exc_class()):
-            caught = bool(await tasks.__aexit__(kind, error, traceback))
+        self._tasks = None
+        # The children's task group hears of the block's exception only a cancellation from
+        # outside (its scope may be cancelled too), so that the block's own exception leaves it
+        # as itself, not in an ExceptionGroup; its answer is for no exception (trio's is True).
+        if not caught and isinstance(error, anyio.get_cancelled_exc_class()):
+            caught = await tasks.__aexit__(kind, error, traceback)
         else:
-            # What it returns is for no exception (trio's says True): the block's goes on.
             await tasks.__aexit__(None, None, None)
         if self._leaving is not None:
             leaving, self._leaving = self._leaving, None
             raise leaving
-        return caught
+        return bool(caught)
 
     def children(self) -> tuple[ActorRef, ...]:
         """The refs of the children alive now (neither stopped nor given up), oldest first.
@@ -422,7 +431,8 @@ class Runtime:
 
     def _pass_on(self, child: _Child, leaving: BaseException) -> None:
         """Hand the program's exit that ended a child to the host's block: kept for the runtime
-        to raise as it is left, and the block cancelled now, as a task group does.
+        to raise as it is left, and the block cancelled now, as a task group's would be (its
+        children then stopped in order, as at any leaving).
 
         Raised from the child's own task instead, it would skip the task group on asyncio (the
         event loop raises a task's ``KeyboardInterrupt`` or ``SystemExit`` itself), and a
@@ -436,7 +446,8 @@ class Runtime:
             raise leaving
         if self._leaving is None:
             self._leaving = leaving
-        tasks.cancel_scope.cancel()
+        if self._block is not None:
+            self._block.cancel()
 
     async def _supervise(self, child: _Child) -> None:
         actor = child.actor
