@@ -556,3 +556,16 @@ async def test_children_spawned_from_many_tasks_run_until_the_runtime_is_left() 
     assert all(ref.statistics().state == "stopped" for ref in refs)
     with pytest.raises(RuntimeError, match="entered Runtime"):
         await runtime.spawn(Honouring())
+
+
+@pytest.fixture
+async def entered() -> AsyncIterator[Runtime]:
+    """A runtime entered in a fixture's setup and left in its teardown, as hosts' tests do."""
+    async with Runtime() as runtime:
+        yield runtime
+
+
+@pytest.mark.both_backends
+async def test_a_runtime_entered_in_a_fixture_is_left_in_its_teardown(entered: Runtime) -> None:
+    ref = await entered.spawn(Honouring())
+    assert await ref.call("echo", {"text": "here"}) == {"text": "here"}
