@@ -63,10 +63,13 @@ it ignores a stop      (its source does not declare ``honours_cancellation``: it
 it declares it         (its child runs in the runtime's task group) after ``grace`` its callers
 honours cancellation   are answered, the runtime forgets it and logs ``actor.overdue`` naming
 and ignores a stop     it; leaving the runtime still waits for it (nothing outlives the block)
-the program exits      (a ``KeyboardInterrupt`` or ``SystemExit`` ends a child's supervisor, a
-in a child             detached one's too) the host's block is cancelled, every child stopped,
-                       and the exception leaves the block as itself: never a crash of the
-                       child, nor a program-wide error of the event loop
+the program exits      (a ``KeyboardInterrupt`` or ``SystemExit`` reaches a child's supervisor,
+in a child             a detached one's too: raised in the child's own task, as its lifespan's
+                       entry and exit are, or on trio in any task of the child) the host's
+                       block is cancelled, every child stopped as at leaving, and the exception
+                       leaves the block as itself: no crash of the child, and on trio no
+                       ``TrioInternalError``; on asyncio the event loop itself raises one
+                       raised in any other task (a worker's call, a task of the lifespan)
 nothing in flight for  (``idle_timeout``) the incarnation ends as at a stop, its source's
 ``idle_timeout``       lifespan left (an MCP session ended, a process stopped), and the actor is
                        ``passivated``: no crash, no restart counted; its next call or discover
