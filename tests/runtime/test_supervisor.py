@@ -295,7 +295,6 @@ async def test_a_child_that_ignores_a_stop_is_left_behind_after_the_grace(grace:
     # the runtime, may leave it behind. In the runtime's task group, leaving would wait for it.
     stopped, left = SlowToLeave("stopped", None), SlowToLeave("left", None)
     async with rescued(stopped, left, after=600 * grace):
-        started = anyio.current_time()
         async with Runtime(grace=grace) as runtime:
             ref = await runtime.spawn(stopped)
             await runtime.spawn(left)
