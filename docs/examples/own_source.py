@@ -16,7 +16,8 @@ from amends_toolkit import conformance
 class Notebook:
     """The three tools the suites call, kept in this process (a real source reaches a system)."""
 
-    honours_cancellation = True  # a cancelled call ends at once, so it may run inline
+    # A cancelled call ends at once: it may run inline, and its actor in the runtime's task group.
+    honours_cancellation = True
 
     def __init__(self, name: str, log: conformance.BlockingLog) -> None:
         self.name = name

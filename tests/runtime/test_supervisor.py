@@ -7,12 +7,14 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 import anyio
+import anyio.lowlevel
 import pytest
 
 import amends_toolkit as at
 from amends_toolkit.runtime import ActorRef, Restart, Runtime
+from amends_toolkit.testing import virtual_clock
 
-from .sources import Crashing, Ending, Scripted, SlowToLeave
+from .sources import Crashing, Ending, Honouring, Scripted, SlowToLeave
 
 pytestmark = pytest.mark.anyio
 
@@ -118,21 +120,31 @@ class RaisingBase(Crashing):
             tasks.cancel_scope.cancel()
 
 
+class HonouringRaisingBase(RaisingBase):
+    """A RaisingBase whose child runs in the runtime's task group (it honours cancellation)."""
+
+    honours_cancellation = True
+
+
 @pytest.mark.both_backends
-async def test_a_child_killed_by_an_unexpected_exception_is_a_crash_its_supervisor_restarts() -> (
-    None
-):
-    # On trio a child's task raising anything but Cancelled must not end the program.
-    source = RaisingBase()
+@pytest.mark.parametrize("kind", [HonouringRaisingBase, RaisingBase], ids=["grouped", "detached"])
+async def test_a_child_killed_by_an_unexpected_exception_is_a_crash_its_supervisor_restarts(
+    kind: type[RaisingBase],
+) -> None:
+    # On trio a child's task raising anything but Cancelled must not end the program, nor may it
+    # cancel the host's block through the runtime's task group on either backend.
+    source = kind()
     async with Runtime() as runtime:
         ref = await runtime.spawn(source, restart=Restart(policy="transient"))
         await anyio.wait_all_tasks_blocked()
         source.crash.set()
         with anyio.fail_after(10):
             await source.again.wait()
-        assert await ref.call("echo", {"text": "after"}) is not None
+        assert await ref.call("echo", {"text": "after"}) == {"text": "after"}
         assert ref.statistics().state == "running"
         assert (source.entered, ref.statistics().restarts) == (2, 1)
+        assert runtime.children() == (ref,)
+        await anyio.lowlevel.checkpoint()  # the block is not cancelled: it goes past one
 
 
 @pytest.mark.virtual_clock
@@ -240,24 +252,88 @@ async def test_children_stop_concurrently_in_about_one_childs_time() -> None:
     assert all(source.left for source in sources)
 
 
-@pytest.mark.virtual_clock
-async def test_a_child_that_ignores_a_stop_is_waited_for_only_the_grace() -> None:
-    stubborn = SlowToLeave("stubborn", None)
+class HonouringSlowToLeave(SlowToLeave):
+    """A source slow to leave that declares all the same that it honours cancellation."""
+
+    honours_cancellation = True
+
+
+@asynccontextmanager
+async def rescued(*sources: SlowToLeave, after: float) -> AsyncIterator[None]:
+    """Release ``sources`` ``after`` seconds from now at the latest, so that a test of a source
+    that ignores a stop fails by its clock rather than hangs, and at the end; then wait until
+    they have left."""
+
+    def release() -> None:
+        for source in sources:
+            source.release.set()
+
     try:
-        async with Runtime(grace=2.0) as runtime:
-            ref = await runtime.spawn(stubborn)
+        async with anyio.create_task_group() as tasks:
+
+            async def rescue() -> None:
+                await anyio.sleep(after)
+                release()
+
+            tasks.start_soon(rescue)
+            yield
+            tasks.cancel_scope.cancel()
+    finally:
+        release()
+    await anyio.wait_all_tasks_blocked()
+    assert all(source.left for source in sources)
+
+
+@pytest.mark.parametrize(
+    ("anyio_backend", "grace"),
+    [(virtual_clock(), 2.0), ("asyncio", 0.05)],
+    ids=["trio-virtual", "asyncio"],
+    indirect=["anyio_backend"],
+)
+async def test_a_child_that_ignores_a_stop_is_left_behind_after_the_grace(grace: float) -> None:
+    # Its source does not declare honours_cancellation, so it runs detached: a stop, and leaving
+    # the runtime, may leave it behind. In the runtime's task group, leaving would wait for it.
+    stopped, left = SlowToLeave("stopped", None), SlowToLeave("left", None)
+    async with rescued(stopped, left, after=600 * grace):
+        async with Runtime(grace=grace) as runtime:
+            ref = await runtime.spawn(stopped)
+            await runtime.spawn(left)
             await anyio.wait_all_tasks_blocked()
             started = anyio.current_time()
             await runtime.stop(ref)
-            assert anyio.current_time() - started == pytest.approx(2.0)
-            assert runtime.children() == ()
-            assert not stubborn.left
+            assert 0.9 * grace <= anyio.current_time() - started < 3 * grace
+            assert [child.name for child in runtime.children()] == ["left"]
+            assert not stopped.left
             with pytest.raises(at.UnavailableError):
                 await ref.call("echo", {})
-    finally:
-        stubborn.release.set()
-    await anyio.wait_all_tasks_blocked()
-    assert stubborn.left
+            started = anyio.current_time()
+        assert 0.9 * grace <= anyio.current_time() - started < 3 * grace
+        assert not stopped.left
+        assert not left.left
+
+
+@pytest.mark.virtual_clock
+@pytest.mark.parametrize("built", [False, True], ids=["source", "factory"])
+async def test_leaving_waits_for_a_child_that_declares_it_honours_cancellation(
+    caplog: pytest.LogCaptureFixture, built: bool
+) -> None:
+    # Its child runs in the runtime's task group, which nothing outlives: a stop answers its
+    # callers after the grace, and leaving waits for its lifespan to end. For a factory, the
+    # first source it builds decides.
+    caplog.set_level(logging.ERROR, logger="amends_toolkit")
+    slow = HonouringSlowToLeave("slow", 10.0)
+    async with Runtime(grace=2.0) as runtime:
+        ref = await runtime.spawn((lambda: slow) if built else slow)
+        await anyio.wait_all_tasks_blocked()
+        started = anyio.current_time()
+        await runtime.stop(ref)
+        assert anyio.current_time() - started == pytest.approx(2.0)
+        assert runtime.children() == ()
+        with pytest.raises(at.UnavailableError):
+            await ref.call("echo", {})
+    assert anyio.current_time() - started == pytest.approx(10.0)
+    assert slow.left
+    assert [record.getMessage() for record in caplog.records] == ["actor.overdue"]
 
 
 @pytest.mark.virtual_clock
@@ -274,20 +350,57 @@ async def test_a_caller_past_its_deadline_waits_only_the_grace_for_a_stubborn_so
         source.release.set()  # else the abandoned actor would outlive the test
 
 
+@pytest.mark.both_backends
 async def test_a_hosts_own_exception_leaves_the_runtime_as_itself() -> None:
+    refs: list[ActorRef] = []
+
     async def host() -> None:
         async with Runtime() as runtime:
-            await runtime.spawn(Scripted())
-            raise KeyError("mine")
+            refs.extend(
+                [await runtime.spawn(Honouring("grouped")), await runtime.spawn(Scripted())]
+            )
+            await anyio.wait_all_tasks_blocked()
+            raise ValueError("mine")
 
-    with pytest.raises(KeyError, match="mine"):
+    with pytest.raises(ValueError, match="mine") as raised:
         await host()
+    assert type(raised.value) is ValueError  # not in an ExceptionGroup
+    assert [ref.statistics().state for ref in refs] == ["stopped", "stopped"]
+
+
+@pytest.mark.both_backends
+async def test_a_cancellation_from_outside_leaves_the_runtime_as_a_cancellation() -> None:
+    grouped, detached = Honouring("grouped"), Scripted("detached")
+    with anyio.CancelScope() as outside:
+        async with Runtime() as runtime:
+            refs = [await runtime.spawn(grouped), await runtime.spawn(detached)]
+            async with anyio.create_task_group() as callers:
+                for ref in refs:
+                    callers.start_soon(ref.call, "wait", {})
+                await anyio.wait_all_tasks_blocked()
+                outside.cancel()
+                await anyio.sleep_forever()
+        pytest.fail("the block went on past its cancellation")  # pragma: no cover
+    assert outside.cancelled_caught
+    assert (grouped.cancelled, detached.cancelled) == (1, 1)
+    assert [ref.statistics().state for ref in refs] == ["stopped", "stopped"]
+
+
+@pytest.mark.both_backends
+async def test_a_deadline_that_passes_in_the_block_leaves_the_runtime_as_its_own() -> None:
+    with anyio.move_on_after(0.01) as deadline:
+        async with Runtime() as runtime:
+            ref = await runtime.spawn(Honouring())
+            await ref.call("wait", {})
+    assert deadline.cancelled_caught
+    assert ref.statistics().state == "stopped"
 
 
 async def test_ten_thousand_spawns_and_stops_leave_the_runtimes_memory_flat() -> None:
     async def cycles(count: int) -> None:
-        for _ in range(count):
-            ref = await runtime.spawn(Scripted())
+        for turn in range(count):
+            # In turn one in the runtime's task group and one detached.
+            ref = await runtime.spawn(Honouring() if turn % 2 else Scripted())
             await ref.call("echo", {})  # the child runs before it is stopped
             await runtime.stop(ref)
 
@@ -316,3 +429,142 @@ async def test_the_actor_logs_a_crash_and_a_restart(caplog: pytest.LogCaptureFix
     events = [record.getMessage() for record in caplog.records]
     assert "actor.crashed" in events
     assert "actor.restarted" in events
+
+
+class Exiting(Scripted):
+    """A source whose lifespan raises ``leaving`` (the program's exit) as it is entered, once
+    ``exit`` is set.
+
+    Raised in the actor's own task: on asyncio, one raised in any other task (a task of the
+    lifespan's, a worker's call) is raised by the event loop itself, as asyncio does with every
+    task's ``KeyboardInterrupt`` and ``SystemExit``, and no task group hears it.
+    """
+
+    def __init__(self, leaving: BaseException) -> None:
+        super().__init__("exiting")
+        self.leaving = leaving
+        self.exit = anyio.Event()
+
+    @asynccontextmanager
+    async def lifespan(self) -> AsyncIterator[None]:
+        await self.exit.wait()
+        raise self.leaving
+        yield  # pragma: no cover
+
+
+class HonouringExiting(Exiting):
+    honours_cancellation = True
+
+
+class Tidy(Honouring):
+    """A source whose lifespan awaits as it is left: a cancelled one would not finish."""
+
+    tidy = False
+
+    @asynccontextmanager
+    async def lifespan(self) -> AsyncIterator[None]:
+        yield
+        await anyio.lowlevel.checkpoint()
+        self.tidy = True
+
+
+@pytest.mark.both_backends
+@pytest.mark.parametrize("kind", [HonouringExiting, Exiting], ids=["grouped", "detached"])
+@pytest.mark.parametrize(
+    "leaving", [SystemExit(3), KeyboardInterrupt()], ids=["SystemExit", "KeyboardInterrupt"]
+)
+async def test_the_programs_exit_in_a_child_cancels_the_block_and_leaves_it_as_itself(
+    kind: type[Exiting], leaving: BaseException
+) -> None:
+    # Structured concurrency: it is no crash of the child, it ends the host's block. Raised from
+    # the child's own task it would skip the task group on asyncio, and end the program with a
+    # TrioInternalError from a detached child on trio.
+    source, other = kind(leaving), Tidy("other")
+    reached: list[str] = []
+
+    async def host() -> None:
+        async with Runtime() as runtime:
+            refs.extend([await runtime.spawn(source), await runtime.spawn(other)])
+            await anyio.wait_all_tasks_blocked()
+            source.exit.set()
+            try:
+                await anyio.sleep_forever()
+            finally:
+                reached.append("cancelled")
+
+    refs: list[ActorRef] = []
+    with pytest.raises(type(leaving)) as raised:
+        await host()
+    assert raised.value is leaving
+    assert reached == ["cancelled"]
+    assert [ref.statistics().state for ref in refs] == ["stopped", "stopped"]
+    assert other.tidy  # stopped as at any leaving, not cancelled
+    with pytest.raises(at.UnavailableError):
+        await refs[1].call("echo", {})
+
+
+@pytest.mark.both_backends
+async def test_a_runtime_left_in_another_task_than_the_one_that_entered_it_is_refused() -> None:
+    runtime = Runtime()
+    entered, left = anyio.Event(), anyio.Event()
+
+    async def enter() -> None:
+        await runtime.__aenter__()
+        entered.set()
+        await left.wait()
+        await runtime.__aexit__(None, None, None)
+
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(enter)
+        await entered.wait()
+        ref = await runtime.spawn(Honouring())
+        with pytest.raises(RuntimeError, match="left in the task that entered it"):
+            await runtime.__aexit__(None, None, None)
+        # Refused before anything changed: the child serves, and its own task can leave it.
+        assert await ref.call("echo", {"text": "still"}) == {"text": "still"}
+        left.set()
+    assert ref.statistics().state == "stopped"
+
+
+@pytest.mark.both_backends
+async def test_children_spawned_from_many_tasks_run_until_the_runtime_is_left() -> None:
+    refs: list[ActorRef] = []
+    async with anyio.create_task_group() as outside:
+        spawn = anyio.Event()
+
+        async def spawner(name: str) -> None:
+            # A task that is not the one that entered the runtime, nor inside its block.
+            await spawn.wait()
+            refs.append(await runtime.spawn(Honouring(name)))
+
+        outside.start_soon(spawner, "outside")
+        async with Runtime() as runtime:
+            spawn.set()
+            async with anyio.create_task_group() as inside:
+                for number in range(20):
+                    source = Honouring(f"h{number}") if number % 2 else Scripted(f"s{number}")
+
+                    async def spawned(source: Scripted) -> None:
+                        refs.append(ref := await runtime.spawn(source))
+                        assert await ref.call("echo", {"text": ref.name}) == {"text": ref.name}
+
+                    inside.start_soon(spawned, source)
+            await anyio.wait_all_tasks_blocked()
+            assert len(runtime.children()) == 21
+            assert all(ref.statistics().state == "running" for ref in refs)
+    assert all(ref.statistics().state == "stopped" for ref in refs)
+    with pytest.raises(RuntimeError, match="entered Runtime"):
+        await runtime.spawn(Honouring())
+
+
+@pytest.fixture
+async def entered() -> AsyncIterator[Runtime]:
+    """A runtime entered in a fixture's setup and left in its teardown, as hosts' tests do."""
+    async with Runtime() as runtime:
+        yield runtime
+
+
+@pytest.mark.both_backends
+async def test_a_runtime_entered_in_a_fixture_is_left_in_its_teardown(entered: Runtime) -> None:
+    ref = await entered.spawn(Honouring())
+    assert await ref.call("echo", {"text": "here"}) == {"text": "here"}

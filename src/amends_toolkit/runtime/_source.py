@@ -29,10 +29,12 @@ class ToolSource(Protocol):
     of the source; any other exception is a defect. Cancellation stops the work and propagates.
 
     A source may declare ``honours_cancellation = True`` (an attribute, usually of its class) when
-    its calls end soon after they are cancelled, cleanup included (a bounded, shielded one): an
-    actor then runs a call in its caller's own task when it has room (``Runtime.spawn``'s
-    ``inline``), since no call of it can hold a caller past its deadline. Every built-in source
-    declares it; a source without it is served by the actor's workers.
+    its calls, and its lifespan once its actor stops, end soon after they are cancelled, cleanup
+    included (a bounded, shielded one): an actor then runs a call in its caller's own task when it
+    has room (``Runtime.spawn``'s ``inline``), since no call of it can hold a caller past its
+    deadline, and the actor runs in the runtime's task group, which waits for it as the runtime is
+    left. Every built-in source declares it; a source without it is served by the actor's
+    workers, and its actor runs detached, so that a stop it ignores can leave it behind.
     """
 
     @property

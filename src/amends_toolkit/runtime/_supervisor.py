@@ -5,6 +5,17 @@ state anew, or a function that builds a new source), its options and its restart
 supervisor runs the child's incarnations one after another in a task of the child's own and
 decides what follows each end.
 
+The runtime is a task group (structured concurrency): a child whose source declares
+``honours_cancellation`` (every built-in source does; for a function given to ``spawn``, the
+first source it builds decides) runs in the task group the runtime enters with its block, so
+none outlives the block. Only a child whose source does not declare it runs detached
+(``asyncio`` task, trio system task), since no task group can be left while a task in it still
+runs, and a stop must be able to leave behind, after ``grace``, a child that ignores it. What ends
+a child's supervisor other than a crash (a ``KeyboardInterrupt``, a ``SystemExit``) is handed to
+the runtime, detached child or not: it cancels the host's block and leaves it as itself, on both
+backends. On asyncio, one raised in another task (a worker's call, a task of a lifespan) is the
+event loop's own to raise, as asyncio does with every task's, before any task group hears it.
+
 Rules of the runtime:
 
 =====================  ======================================================================
@@ -33,19 +44,32 @@ the caller is          its call is cancelled inside the actor, or never starts i
 cancelled              waits in the mailbox or for its caller's share; nothing is reported
 an inline call raises  (one that is no cancellation: ``KeyboardInterrupt``, ``SystemExit``)
 a ``BaseException``    it reaches its caller as it was raised
-the actor crashes      running calls (inline ones too) get ``UnavailableError`` with the
-                       crash's cause; the source's lifespan is left once its inline calls are
-                       over (at most ``grace``); a ``permanent`` or ``transient`` child is
-                       restarted from fresh state, and queued calls (those waiting for a slot
-                       too) wait for the new incarnation
+the actor crashes      (its lifespan, or a task it runs, raises anything but a cancellation, a
+                       ``KeyboardInterrupt`` or a ``SystemExit``: an ``Exception`` or any other
+                       ``BaseException``, on either backend) running calls (inline ones too)
+                       get ``UnavailableError`` with the crash's cause; the source's lifespan
+                       is left once its inline calls are over (at most ``grace``); a
+                       ``permanent`` or ``transient`` child is restarted from fresh state, and
+                       queued calls (those waiting for a slot too) wait for the new incarnation
 it ends by itself      (``NormalExit``) only a ``permanent`` child is restarted
 more than              the supervisor gives up (a ``temporary`` child at its first crash):
 ``intensity`` crashes  every queued and later call gets ``UnavailableError``, never a hang,
 within ``period``      and the runtime's ``on_give_up`` hears of it
 the child is stopped   (``runtime.stop(ref)``, or the runtime stops) every queued and running
                        call (inline too) gets ``UnavailableError``; the runtime forgets the child
-it ignores a stop      after ``grace`` it is abandoned: its callers are answered, the runtime
-                       forgets it and logs ``actor.abandoned`` naming it
+it ignores a stop      (its source does not declare ``honours_cancellation``: its child runs
+                       detached) after ``grace`` it is abandoned: its callers are answered, the
+                       runtime forgets it and logs ``actor.abandoned`` naming it
+it declares it         (its child runs in the runtime's task group) after ``grace`` its callers
+honours cancellation   are answered, the runtime forgets it and logs ``actor.overdue`` naming
+and ignores a stop     it; leaving the runtime still waits for it (nothing outlives the block)
+the program exits      (a ``KeyboardInterrupt`` or ``SystemExit`` reaches a child's supervisor,
+in a child             a detached one's too: raised in the child's own task, as its lifespan's
+                       entry and exit are, or on trio in any task of the child) the host's
+                       block is cancelled, every child stopped as at leaving, and the exception
+                       leaves the block as itself: no crash of the child, and on trio no
+                       ``TrioInternalError``; on asyncio the event loop itself raises one
+                       raised in any other task (a worker's call, a task of the lifespan)
 nothing in flight for  (``idle_timeout``) the incarnation ends as at a stop, its source's
 ``idle_timeout``       lifespan left (an MCP session ended, a process stopped), and the actor is
                        ``passivated``: no crash, no restart counted; its next call or discover
@@ -86,6 +110,8 @@ from amends_toolkit.runtime._source import (
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Coroutine
     from types import TracebackType
+
+    from anyio.abc import TaskGroup
 
 __all__ = ("GiveUp", "Restart", "RestartPolicy", "Runtime", "SourceFactory")
 
@@ -144,17 +170,27 @@ class _Child:
     first: ToolSource | None
     factory: SourceFactory | None
     restart: Restart
+    detached: bool
     done: anyio.Event = attrs.field(factory=anyio.Event)
 
 
 class Runtime:
-    """The root supervisor: hosts tool sources as supervised actors.
+    """The root supervisor: hosts tool sources as supervised actors, in a task group of its own.
 
     ``async with at.Runtime() as runtime:``; leaving the block stops every child at once, each
-    answering its waiting callers (``UnavailableError``) and leaving its source's lifespan. A
-    child that has not stopped ``grace`` seconds later (its source ignores cancellation) is
-    abandoned and logged (``actor.abandoned``), so leaving takes at most about ``grace``. An
-    exception of the block leaves it as itself.
+    answering its waiting callers (``UnavailableError``) and leaving its source's lifespan, and
+    then leaves the runtime's task group. A child whose source declares
+    ``honours_cancellation`` runs in that task group, so none outlives the block; a child whose
+    source does not runs detached, and one that has not stopped ``grace`` seconds later (it
+    ignores cancellation) is abandoned and logged (``actor.abandoned``), so leaving takes at
+    most about ``grace`` for it. An exception of the block leaves it as itself (no
+    ``ExceptionGroup``), and so does a ``KeyboardInterrupt`` or ``SystemExit`` that ended a
+    child's supervisor (it cancels the block first, as in any task group).
+
+    A runtime is entered once, and left in the task that entered it (anyio's rule for a task
+    group: a pytest fixture, a Starlette lifespan or an ``AsyncExitStack`` does so); leaving it
+    in another task raises ``RuntimeError`` and changes nothing. ``spawn``, ``stop`` and
+    ``children`` may be called from any task of the event loop.
 
     Args:
         grace: Seconds a source that ignores cancellation is waited for: by a caller past its
@@ -169,10 +205,22 @@ class Runtime:
         self._on_give_up = on_give_up
         self._children: dict[ActorRef, _Child] = {}
         self._state: Literal["new", "open", "closed"] = "new"
+        self._tasks: TaskGroup | None = None
+        # The host's block, inside the task group: what a child passes on cancels it alone, so
+        # that the children are still stopped in order as it is left.
+        self._block: anyio.CancelScope | None = None
+        self._host: int | None = None
+        # What ended a child's supervisor other than a crash: raised as the runtime is left.
+        self._leaving: BaseException | None = None
 
     async def __aenter__(self) -> Runtime:
         if self._state != "new":
             raise RuntimeError("a Runtime is entered once")
+        tasks = anyio.create_task_group()
+        await tasks.__aenter__()
+        block = anyio.CancelScope()
+        block.__enter__()
+        self._tasks, self._block, self._host = tasks, block, anyio.get_current_task().id
         self._state = "open"
         return self
 
@@ -181,13 +229,38 @@ class Runtime:
         kind: type[BaseException] | None,
         error: BaseException | None,
         traceback: TracebackType | None,
-    ) -> None:
+    ) -> bool:
+        if anyio.get_current_task().id != self._host:
+            # Refused before anything changes: the task that entered it can still leave it.
+            raise RuntimeError(
+                "a Runtime must be left in the task that entered it (its children run in a task "
+                "group, which anyio leaves only in the task that entered it): enter and leave it "
+                "in one task, as one `async with` block or one AsyncExitStack does"
+            )
         self._state = "closed"
+        tasks, block = self._tasks, self._block
+        assert tasks is not None  # entered, and left once
+        assert block is not None
+        self._block = None
+        # Its own cancellation (a child passed on the program's exit) ends here.
+        caught = block.__exit__(kind, error, traceback)
         # Stopping is cleanup: it runs whatever ended the block, and is bounded by the grace.
         with anyio.CancelScope(shield=True):
-            async with anyio.create_task_group() as tasks:
+            async with anyio.create_task_group() as stopping:
                 for child in list(self._children.values()):
-                    tasks.start_soon(self._stop, child)
+                    stopping.start_soon(self._stop, child)
+        self._tasks = None
+        # The children's task group hears of the block's exception only a cancellation from
+        # outside (its scope may be cancelled too), so that the block's own exception leaves it
+        # as itself, not in an ExceptionGroup; its answer is for no exception (trio's is True).
+        if not caught and isinstance(error, anyio.get_cancelled_exc_class()):
+            caught = await tasks.__aexit__(kind, error, traceback)
+        else:
+            await tasks.__aexit__(None, None, None)
+        if self._leaving is not None:
+            leaving, self._leaving = self._leaving, None
+            raise leaving
+        return bool(caught)
 
     def children(self) -> tuple[ActorRef, ...]:
         """The refs of the children alive now (neither stopped nor given up), oldest first.
@@ -290,8 +363,9 @@ class Runtime:
                 )
             factory = source
             source = _built(factory)
+        honours = honours_cancellation(source)
         if inline is None:
-            inline = honours_cancellation(source)
+            inline = honours
         make = waiters()
         mailbox = Mailbox(mailbox_size, make)
         actor = Actor(
@@ -312,9 +386,21 @@ class Runtime:
             inline=actor.inline if inline else None,
             shares=None if max_per_caller is None else Shares(max_per_caller, make),
         )
-        child = _Child(actor=actor, ref=ref, first=source, factory=factory, restart=restart)
+        # One that may ignore cancellation runs detached, so that a stop can leave it behind.
+        child = _Child(
+            actor=actor,
+            ref=ref,
+            first=source,
+            factory=factory,
+            restart=restart,
+            detached=not honours,
+        )
+        assert self._tasks is not None  # open
         self._children[ref] = child
-        _start_detached(lambda: self._run(child))
+        if child.detached:
+            _start_detached(lambda: self._run(child))
+        else:
+            self._tasks.start_soon(self._run, child, name=f"actor {source.name}")
         return ref
 
     async def _stop(self, child: _Child) -> None:
@@ -322,16 +408,49 @@ class Runtime:
         with anyio.move_on_after(self._grace):
             await child.done.wait()
             return
-        # The source ignores cancellation: answer its callers, forget it and leave it be.
-        _log.error("actor.abandoned", source=child.actor.name, grace=self._grace)
+        # Its source ignores cancellation: answer its callers and forget it. A detached child is
+        # left be; one in the task group (its source declared otherwise) is waited for there.
+        if child.detached:
+            _log.error("actor.abandoned", source=child.actor.name, grace=self._grace)
+        else:
+            _log.error("actor.overdue", source=child.actor.name, grace=self._grace)
         child.actor.close("stopped", "the source is stopped")
         self._children.pop(child.ref, None)
 
     async def _run(self, child: _Child) -> None:
         try:
             await self._supervise(child)
+        except BaseException as error:
+            # Ended by a cancellation or by the program's exit, its supervisor answered nobody.
+            if self._children.get(child.ref) is child:
+                del self._children[child.ref]
+                child.actor.close("stopped", "the source is stopped")
+            leaving = _program_exit(error)
+            if leaving is None:
+                raise
+            self._pass_on(child, leaving)
         finally:
             child.done.set()
+
+    def _pass_on(self, child: _Child, leaving: BaseException) -> None:
+        """Hand the program's exit that ended a child to the host's block: kept for the runtime
+        to raise as it is left, and the block cancelled now, as a task group's would be (its
+        children then stopped in order, as at any leaving).
+
+        Raised from the child's own task instead, it would skip the task group on asyncio (the
+        event loop raises a task's ``KeyboardInterrupt`` or ``SystemExit`` itself), and a
+        detached child's on trio would end the program with a ``TrioInternalError``.
+        """
+        tasks = self._tasks
+        if tasks is None:
+            # Abandoned, it ended after the runtime was left: the event loop is all that is left
+            # to hear it.
+            _log.error("actor.abandoned_exit", source=child.actor.name, exc_info=leaving)
+            raise leaving
+        if self._leaving is None:
+            self._leaving = leaving
+        if self._block is not None:
+            self._block.cancel()
 
     async def _supervise(self, child: _Child) -> None:
         actor = child.actor
@@ -414,8 +533,8 @@ def _built(factory: SourceFactory, *, name: str | None = None) -> ToolSource:
 
 def _passes_on(error: BaseException) -> bool:
     """Whether a child's end is none of its own: a cancellation, or the program's own exit
-    (``KeyboardInterrupt``, ``SystemExit``), which go on. Any other exception, an ``Exception``
-    or not, is the child's crash: on trio a child's task that raised it would end the program."""
+    (``KeyboardInterrupt``, ``SystemExit``), which go on to the runtime's task group. Any other
+    exception, an ``Exception`` or not, is the child's crash, which its supervisor handles."""
     passing = (anyio.get_cancelled_exc_class(), KeyboardInterrupt, SystemExit)
     if isinstance(error, BaseExceptionGroup):
         return error.split(passing)[0] is not None
@@ -429,14 +548,27 @@ def _normal(error: BaseException) -> bool:
     return isinstance(error, NormalExit)
 
 
+def _program_exit(error: BaseException) -> BaseException | None:
+    """The ``KeyboardInterrupt`` or ``SystemExit`` in what ended a child (the first, in a group),
+    or ``None`` for a cancellation."""
+    if isinstance(error, BaseExceptionGroup):
+        found: BaseException | None = error.split((KeyboardInterrupt, SystemExit))[0]
+        while isinstance(found, BaseExceptionGroup):
+            found = found.exceptions[0]
+        return found
+    return error if isinstance(error, (KeyboardInterrupt, SystemExit)) else None
+
+
 _DETACHED: set[asyncio.Task[None]] = set()
 
 
 def _start_detached(run: Callable[[], Coroutine[object, object, None]]) -> None:
-    """Run a child in a task of its own, outside the host's task tree.
+    """Run a child whose source may ignore cancellation in a task of its own, outside the
+    runtime's task group.
 
-    A child must be able to outlive a stop whose source ignores cancellation (it is abandoned
-    after the grace), which no task group allows; every child still ends when the runtime stops.
+    Such a child must be able to outlive a stop (it is abandoned after the grace), which no
+    task group allows, since none is left while a task in it runs; every child is still asked to
+    stop when the runtime is left.
     """
     if sniffio.current_async_library() == "asyncio":
         task = asyncio.get_running_loop().create_task(run())
