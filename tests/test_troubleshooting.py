@@ -141,6 +141,11 @@ def missing_extras(
             at.adapters.mcp_server(at.assemble([], lambda s, d: "allow"), name="host-tools")
         messages.append(said(caught.value))
     with monkeypatch.context() as patched:
+        hide(patched, "yaml")
+        with pytest.raises(at.openapi.DocumentError) as unread:
+            at.openapi.parse_document("openapi: 3.0.0\n")
+        messages.append(said(unread.value))
+    with monkeypatch.context() as patched:
         hide(patched, "rich")
         assert main(["serve", "gateway.toml"]) == 1
     messages.extend(capsys.readouterr().err.splitlines())
@@ -165,6 +170,6 @@ async def test_the_troubleshooting_messages_are_what_a_host_reads(
     real.append(said(missing.value))
     made = {same(message) for message in real}
     page = shown()
-    assert len(page) == 12
+    assert len(page) == 13
     for message in page:
         assert same(message) in made, message
