@@ -62,20 +62,31 @@ class Reply:
 
 
 class Api:
-    """What the API answers next, and every request it received (both servers share one)."""
+    """What the API answers next, and every request it received (both servers share one).
+
+    Each test reaches the API under a path of its own (``prefix``, new at each ``reset``), so a
+    request an earlier test left in flight on the module's one server is never counted as this
+    test's: it is answered and not recorded."""
 
     def __init__(self) -> None:
         self.requests: list[Recorded] = []
         self.reply = Reply()
         self.produced = 0
+        self.tests = 0
+        self.prefix = "/test-0"
 
     def reset(self) -> None:
         self.requests.clear()
         self.reply = Reply()
         self.produced = 0
+        self.tests += 1
+        self.prefix = f"/test-{self.tests}"
 
     def record(self, method: str, raw: bytes, headers: list[tuple[str, str]], body: bytes) -> Reply:
         path, _, query = raw.decode("ascii").partition("?")
+        if not path.startswith(self.prefix + "/"):
+            return Reply()
+        path = path.removeprefix(self.prefix)
         self.requests.append(Recorded(method, path, query, headers, body))
         return self.reply
 
@@ -176,7 +187,7 @@ def setup(request: pytest.FixtureRequest, wire: tuple[Api, str]) -> Setup:
     transport, kind = request.param.split("-")
     api, url = wire if transport == "wire" else (Api(), "http://api.test")
     api.reset()
-    return Setup(api=api, base_url=url, transport=transport, kind=kind)
+    return Setup(api=api, base_url=url + api.prefix, transport=transport, kind=kind)
 
 
 def definition(name: str) -> at.ToolDefinition:
@@ -786,10 +797,11 @@ async def test_a_client_whose_own_stream_reads_the_url_as_a_string_is_given_the_
         )
         await source.call("ping", {})
         await source.call("get_item", {"item_id": "1"})
-    assert signed == ["/v1/ping", "/v1/items/1"]
+    here = wire_setup.api.prefix  # the path the client signs is the whole one
+    assert signed == [here + "/v1/ping", here + "/v1/items/1"]
     assert [r.header("x-signed") for r in wire_setup.api.requests] == [
-        ["/v1/ping"],
-        ["/v1/items/1"],
+        [here + "/v1/ping"],
+        [here + "/v1/items/1"],
     ]
 
 
@@ -813,7 +825,7 @@ async def test_a_stream_set_on_the_clients_class_after_the_source_is_built_sends
         await source.call("ping", {})
         monkeypatch.setattr(module.AsyncClient, "stream", recorded)
         await source.call("get_item", {"item_id": "1"})
-    assert used == ["/v1/items/1"]
+    assert used == [wire_setup.api.prefix + "/v1/items/1"]
 
 
 # --- end to end: an OpenAPI document through the toolkit -------------------------------------
@@ -825,7 +837,7 @@ PETSTORE = Path(__file__).parents[1] / "data" / "openapi-corpus" / "petstore-3.0
 def wire_setup(request: pytest.FixtureRequest, wire: tuple[Api, str]) -> Setup:
     api, url = wire
     api.reset()
-    return Setup(api=api, base_url=url, transport="wire", kind=request.param)
+    return Setup(api=api, base_url=url + api.prefix, transport="wire", kind=request.param)
 
 
 @pytest.mark.anyio
