@@ -117,7 +117,7 @@ def test_a_wrong_key_in_the_config_names_its_line(
     assert capsys.readouterr().err.strip() == (
         f"error: {config}:4: unknown key 'timout' in a source; the keys are auth, base_url, "
         "credentials, cwd, env, exchange, headers, mcp, name, openapi, propagate_trace, "
-        "redirect_uri, stdio, timeout, token_file"
+        "redirect_uri, stdio, timeout and token_file"
     )
 
 

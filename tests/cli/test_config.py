@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -508,6 +509,39 @@ approval = { by = "either", approvers = { keys = ["ops", "alice"] }, timeout = 3
 name = "ci"
 match = { keys = ["ops"] }
 """
+
+
+@pytest.mark.parametrize(
+    ("change", "words"),
+    [
+        (
+            ('mcp = "http://x/mcp"', 'mcp = "http://x/mcp"\nzz = 1'),
+            "in a source; the keys are auth, ",
+        ),
+        (("[auth]", "[serve]\nzz = 1\n[auth]"), "in [serve]; the keys are "),
+        (('name = "ci"', 'name = "ci"\nzz = 1'), "in [[profiles]]; the keys are approval, "),
+        (("block = []", "zz = []"), "; the keys are allow, approve and block"),
+        (
+            ("max_in_flight = 16", "zz = 16"),
+            "in limits; the keys are calls_per_minute and max_in_flight",
+        ),
+        (
+            ('presentation = "search"', "approval = { zz = 1 }"),
+            "in approval; the keys are approvers, by and timeout",
+        ),
+    ],
+)
+def test_every_table_refuses_an_unknown_key_in_the_same_words(
+    tmp_path: Path, change: tuple[str, str], words: str
+) -> None:
+    text = PROFILED.replace(*change, 1)
+    assert text != PROFILED
+    with pytest.raises(ConfigError, match=r"unknown key 'zz' in ") as error:
+        load_config(write(tmp_path, text))
+    # Each names the table and lists its keys, the last after "and".
+    message = str(error.value)
+    assert words in message, message
+    assert re.search(r"; the keys are (\w+, )*\w+ and \w+$", message), message
 
 
 def test_approval_is_read_per_profile_and_for_the_default_profile(tmp_path: Path) -> None:

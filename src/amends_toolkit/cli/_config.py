@@ -75,7 +75,7 @@ import math
 import os
 import re
 import tomllib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
 from typing import Any, Final, Literal, get_args
 from urllib.parse import urlsplit
@@ -675,18 +675,11 @@ class _Reader:
         example = 'approval = { by = "approvers", approvers = { keys = ["ops"] }, timeout = 300 }'
         if not isinstance(raw, dict):
             raise fail(f"approval must be a table, such as {example}", key)
-        for name in raw:
-            if name not in _APPROVAL_KEYS:
-                where = (
-                    f"; {name} is the whole gateway's: write it in [approval]"
-                    if name in _GATEWAY_APPROVAL_KEYS
-                    else ""
-                )
-                raise fail(
-                    f"unknown key {name!r} in approval; the keys are by, approvers and timeout"
-                    + where,
-                    name if table else key,
-                )
+        if unknown := _unknown_key(raw, _APPROVAL_KEYS, "approval"):
+            name, words = unknown
+            if name in _GATEWAY_APPROVAL_KEYS:
+                words += f"; {name} is the whole gateway's: write it in [approval]"
+            raise fail(words, name if table else key)
         options: dict[str, Any] = {}
         if "by" in raw:
             if raw["by"] not in APPROVAL_BY:
@@ -718,13 +711,8 @@ class _Reader:
 
         if not isinstance(raw, dict):
             raise fail("each [[profiles]] must be a table")
-        for key in raw:
-            if key not in _PROFILE_KEYS:
-                raise fail(
-                    f"unknown key {key!r} in [[profiles]]; the keys are "
-                    + ", ".join(sorted(_PROFILE_KEYS)),
-                    key,
-                )
+        if refused := _unknown_key(raw, _PROFILE_KEYS, "[[profiles]]"):
+            raise fail(refused[1], refused[0])
         name = raw.get("name")
         if not isinstance(name, str) or not _NAME.match(name):
             raise fail("a profile needs a name of 1 to 32 letters, digits, '_' or '-'", "name")
@@ -767,13 +755,9 @@ class _Reader:
         example = "limits = { calls_per_minute = 600, max_in_flight = 16 }"
         if not isinstance(raw, dict) or not raw:
             raise fail(f"limits must be a table, such as {example}", "limits")
+        if unknown := _unknown_key(raw, _LIMITS_KEYS, "limits"):
+            raise fail(unknown[1], "limits")
         for key, value in raw.items():
-            if key not in _LIMITS_KEYS:
-                raise fail(
-                    f"unknown key {key!r} in limits; the keys are calls_per_minute and "
-                    "max_in_flight",
-                    "limits",
-                )
             if not _counted(value):
                 raise fail(f"{key} must be a whole number above 0, as in {example}", "limits")
         return LimitsConfig(**raw)
@@ -831,12 +815,8 @@ class _Reader:
 
         if not isinstance(raw, dict):
             raise fail("a source must be a table ([[sources]])")
-        for key in raw:
-            if key not in _SOURCE_KEYS:
-                raise fail(
-                    f"unknown key {key!r} in a source; the keys are {', '.join(sorted(_SOURCE_KEYS))}",
-                    key,
-                )
+        if unknown := _unknown_key(raw, _SOURCE_KEYS, "a source"):
+            raise fail(unknown[1], unknown[0])
         name = raw.get("name")
         if not isinstance(name, str) or not _NAME.match(name):
             raise fail(
@@ -1085,12 +1065,8 @@ class _Reader:
         def fail(problem: str, key: str) -> ConfigError:
             return self.fail(problem, table=table, key=key)
 
-        for key in raw:
-            if key not in known:
-                raise fail(
-                    f"unknown key {key!r} in [{table}]; the keys are {', '.join(sorted(known))}",
-                    key,
-                )
+        if unknown := _unknown_key(raw, known, f"[{table}]"):
+            raise fail(unknown[1], unknown[0])
         return raw, fail
 
     def _policy(self, raw: object, *, index: int | None = None) -> PolicyConfig:
@@ -1107,11 +1083,9 @@ class _Reader:
         if not isinstance(raw, dict):
             raise fail(f"{where} must be a table", "policy")
         lists: dict[str, tuple[str, ...]] = {}
+        if unknown := _unknown_key(raw, _POLICY_KEYS, where):
+            raise fail(unknown[1], unknown[0])
         for key, value in raw.items():
-            if key not in _POLICY_KEYS:
-                raise fail(
-                    f"unknown key {key!r} in {where}; the keys are allow, approve and block", key
-                )
             if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
                 raise fail(
                     f'{key} must be a list of glob patterns, such as {key} = ["tasks__*"]', key
@@ -1309,6 +1283,19 @@ def _is_storage(value: object) -> bool:
         return False
     parts = urlsplit(value)
     return parts.scheme in ("redis", "rediss", "redis+unix") and parts.password is None
+
+
+def _unknown_key(
+    raw: Mapping[str, object], known: Collection[str], where: str
+) -> tuple[str, str] | None:
+    """The first key of ``raw`` that is not ``known``, and the words that refuse it, or ``None``:
+    one wording for every table, ``unknown key 'x' in WHERE; the keys are a, b and c``."""
+    for key in raw:
+        if key not in known:
+            *rest, last = sorted(known)
+            listing = f"{', '.join(rest)} and {last}" if rest else last
+            return key, f"unknown key {key!r} in {where}; the keys are {listing}"
+    return None
 
 
 def _counted(value: object) -> bool:
