@@ -25,6 +25,28 @@ async def test_a_recording_source_answers_with_what_it_was_given_and_records_it(
     assert source.discovers == 1
 
 
+async def test_a_recording_source_runs_under_a_runtime_as_a_built_in_source_does_unless_told() -> (
+    None
+):
+    tasks: list[int] = []
+
+    async def where(input: at.JsonObject) -> at.JsonValue:
+        tasks.append(anyio.get_current_task().id)
+        return None
+
+    declared = RecordingSource("a", {"where": where})
+    undeclared = RecordingSource("b", {"where": where}, honours_cancellation=False)
+    async with at.Runtime() as runtime:
+        for source in (declared, undeclared):
+            ref = await runtime.spawn(source)
+            await anyio.wait_all_tasks_blocked()  # its actor running, with room
+            await ref.call("where", {})
+    # Inline, in the caller's own task; without the declaration, in its actor's task.
+    me = anyio.get_current_task().id
+    assert tasks[0] == me
+    assert tasks[1] != me
+
+
 @pytest.mark.virtual_clock
 async def test_a_gate_holds_a_call_until_released_and_counts_a_cancelled_one() -> None:
     gate = Gate("opened")

@@ -67,7 +67,13 @@ def define(
 class RecordingSource:
     """A source that records every call (``calls``, ``discovers``); a tool answers
     ``{"source", "tool", "input"}`` unless a behaviour is given for it (which may raise, or wait
-    on events, see :class:`Gate`). It discovers one open tool per behaviour, or ``tools``."""
+    on events, see :class:`Gate`). It discovers one open tool per behaviour, or ``tools``.
+
+    It declares ``honours_cancellation``, as every built-in source does, so that under a
+    ``Runtime`` it runs as they do (its calls inline when the actor has room, its child in the
+    Runtime's task group); the declaration holds while no behaviour shields itself from
+    cancellation. ``honours_cancellation=False`` makes it a host's source that does not declare
+    it (its calls through the mailbox, its child detached)."""
 
     def __init__(
         self,
@@ -75,10 +81,12 @@ class RecordingSource:
         behaviours: dict[str, Behaviour] | None = None,
         *,
         tools: Sequence[ToolDefinition] | None = None,
+        honours_cancellation: bool = True,
     ) -> None:
         self.name = name
         self.behaviours = behaviours or {}
         self.tools = tools
+        self.honours_cancellation = honours_cancellation
         self.calls: list[tuple[str, JsonObject]] = []
         self.discovers = 0
 
