@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 import amends_toolkit as at
+from amends_toolkit.testing import RecordingSource, raising
 
 RECIPE = Path(__file__).parents[1] / "docs" / "examples" / "logging_setup.py"
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -54,7 +55,17 @@ async def test_the_docs_recipe_shows_each_events_fields(
     assert "source=files" in ended
     assert "'files server 1.0 starting'" in ended
     assert "ModuleNotFoundError: No module named 'files_server_dependency'" in ended
-    # The crash of the actor is shown with its traceback, plain (no frame's locals).
-    assert "actor.crashed" in shown
+    # The crash of the actor says itself: shown in its words, without a traceback.
+    [crashed] = [line for line in shown.splitlines() if "actor.crashed" in line]
+    assert "error='ProcessEnded: the server process closed its output" in crashed, crashed
+    # A defect is shown with its traceback, plain (no frame's locals).
+    buggy = RecordingSource("buggy", {"boom": raising(RuntimeError("a bug in the source"))})
+    async with at.Runtime() as runtime:
+        ref = await runtime.spawn(buggy)
+        with pytest.raises(at.UnknownError):
+            await ref.call("boom", {})
+    shown = ANSI.sub("", console.readouterr().err)
+    assert "call.defect" in shown
     assert "Traceback (most recent call last):" in shown
+    assert "RuntimeError: a bug in the source" in shown
     assert "╭" not in shown  # rich's frames, each with a table of its locals

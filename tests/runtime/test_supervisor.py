@@ -431,6 +431,43 @@ async def test_the_actor_logs_a_crash_and_a_restart(caplog: pytest.LogCaptureFix
     assert "actor.restarted" in events
 
 
+class Failing(Scripted):
+    """A source whose lifespan raises ``error`` as it is entered."""
+
+    def __init__(self, error: Exception) -> None:
+        super().__init__("failing")
+        self.error = error
+
+    @asynccontextmanager
+    async def lifespan(self) -> AsyncIterator[None]:
+        raise self.error
+        yield  # pragma: no cover
+
+
+@pytest.mark.parametrize(
+    ("error", "traceback"),
+    [
+        (at.UnavailableError(source="failing", message="the server is down"), False),
+        (OSError(2, "No such file or directory"), False),
+        (RuntimeError("a bug in the source"), True),
+    ],
+)
+async def test_a_crash_is_logged_in_its_words_and_a_defect_with_its_traceback(
+    caplog: pytest.LogCaptureFixture, error: Exception, traceback: bool
+) -> None:
+    # A command that does not exist crashes its actor at each restart: a line each, not a
+    # traceback each; a defect (any other exception) keeps its traceback.
+    caplog.set_level(logging.INFO, logger="amends_toolkit")
+    async with Runtime() as runtime:
+        ref = await runtime.spawn(Failing(error), restart=Restart(intensity=0))
+        with pytest.raises(at.UnavailableError, match="the source gave up"):
+            await ref.discover()
+    [crash] = [r for r in caplog.records if r.getMessage() == "actor.crashed"]
+    assert (crash.exc_info is not None) is traceback
+    if not traceback:
+        assert crash.error == f"{type(error).__name__}: {error}"  # type: ignore[attr-defined]
+
+
 class Exiting(Scripted):
     """A source whose lifespan raises ``leaving`` (the program's exit) as it is entered, once
     ``exit`` is set.

@@ -435,8 +435,14 @@ def _cancel_running(life: _Life) -> None:
             request.scope.cancel()
 
 
-def described(error: BaseException) -> str:
-    """A crash in a line, the one error inside a task group's group when there is one."""
+def sole(error: BaseException) -> BaseException:
+    """The one error inside a task group's group (and the groups it holds), or ``error``."""
     while isinstance(error, BaseExceptionGroup) and len(error.exceptions) == 1:
         error = error.exceptions[0]
+    return error
+
+
+def described(error: BaseException) -> str:
+    """A crash in a line, the one error inside a task group's group when there is one."""
+    error = sole(error)
     return f"{type(error).__name__}: {error}"

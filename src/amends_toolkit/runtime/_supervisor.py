@@ -50,7 +50,9 @@ the actor crashes      (its lifespan, or a task it runs, raises anything but a c
                        get ``UnavailableError`` with the crash's cause; the source's lifespan
                        is left once its inline calls are over (at most ``grace``); a
                        ``permanent`` or ``transient`` child is restarted from fresh state, and
-                       queued calls (those waiting for a slot too) wait for the new incarnation
+                       queued calls (those waiting for a slot too) wait for the new incarnation;
+                       ``actor.crashed`` is logged, with the traceback only of a defect (a
+                       ``ToolSourceError`` or an ``OSError`` is logged in its words)
 it ends by itself      (``NormalExit``) only a ``permanent`` child is restarted
 more than              the supervisor gives up (a ``temporary`` child at its first crash):
 ``intensity`` crashes  every queued and later call gets ``UnavailableError``, never a hang,
@@ -94,9 +96,10 @@ import anyio
 import attrs
 import sniffio
 
+from amends_toolkit._errors import ToolSourceError
 from amends_toolkit._log import get_logger
 from amends_toolkit._options import check_optional_seconds, check_seconds
-from amends_toolkit.runtime._actor import Actor, described
+from amends_toolkit.runtime._actor import Actor, described, sole
 from amends_toolkit.runtime._mailbox import Mailbox, Shares
 from amends_toolkit.runtime._messages import waiters
 from amends_toolkit.runtime._ref import ActorRef
@@ -480,7 +483,7 @@ class Runtime:
                     if child.restart.policy != "permanent":
                         break
                 else:
-                    _log.error("actor.crashed", source=actor.name, exc_info=error)
+                    _log_crash(actor.name, error)
                     if child.restart.policy == "temporary":
                         gave_up = error
                         break
@@ -529,6 +532,17 @@ def _built(factory: SourceFactory, *, name: str | None = None) -> ToolSource:
     if name is not None and source.name != name:
         raise ValueError(f"the source built again is named {source.name!r}, not {name!r}")
     return source
+
+
+def _log_crash(name: str, error: BaseException) -> None:
+    """``actor.crashed``: in the crash's own words when its cause is a failure that says itself
+    (a ``ToolSourceError``; an ``OSError``, the machine's or the peer's, not the code's: a
+    command that could not start, a server process that ended), with its traceback when it is
+    a defect."""
+    if isinstance(sole(error), (ToolSourceError, OSError)):
+        _log.error("actor.crashed", source=name, error=described(error))
+    else:
+        _log.error("actor.crashed", source=name, exc_info=error)
 
 
 def _passes_on(error: BaseException) -> bool:

@@ -91,8 +91,12 @@ _ID_FIRST: Final = re.compile(rb'\s*\{\s*"jsonrpc"\s*:\s*"2\.0"\s*,\s*"id"\s*:\s
 _ID_LAST: Final = re.compile(rb'"id"\s*:\s*(-?\d+|"[^"\\]*")\s*\}\s*$')
 
 
-class ProcessEnded(Exception):
-    """The server process ended, closed its output, or stopped reading: no answer will come."""
+class ProcessEnded(ConnectionError):
+    """The server process ended, closed its output, or stopped reading: no answer will come.
+
+    A ``ConnectionError``, as a broken pipe is: the pipes are the connection to the server, and
+    their end is the server's failure, not the code's (the runtime logs a crash it causes in its
+    words, without a traceback)."""
 
 
 class _Pending:
