@@ -60,6 +60,13 @@ async def test_a_gateway_whose_every_source_failed_is_not_ready_and_says_why(
                 "tools": 0,
             },
         )
+        # The pattern matches no tool, and the operator is told whose tools are not known yet.
+        [note] = [line for line in gateway.lines if "match no tool" in line]
+        assert note.endswith(
+            "[policy] patterns that match no tool: allow: *__list_tasks (not discovered yet: tasks)"
+        )
+        [unmatched] = gateway.events("gateway.pattern_unmatched")
+        assert unmatched["undiscovered"] == ["tasks"]
     finally:
         gateway.stop()
 

@@ -723,8 +723,19 @@ class Gateway:
         unmatched = [p for p in policy.unmatched() if (profile.name, p) not in self._unmatched]
         if unmatched:
             self._unmatched.update((profile.name, p) for p in unmatched)
-            _log.warning("gateway.pattern_unmatched", profile=profile.name, patterns=unmatched)
-            self.output.note(f"{profile.what} patterns that match no tool: " + ", ".join(unmatched))
+            # A source not discovered has no tools yet: a pattern may be meant for its tools.
+            undiscovered = [m.source.name for m in members if m.source.name not in catalog]
+            _log.warning(
+                "gateway.pattern_unmatched",
+                profile=profile.name,
+                patterns=unmatched,
+                **({"undiscovered": undiscovered} if undiscovered else {}),
+            )
+            self.output.note(
+                f"{profile.what} patterns that match no tool: "
+                + ", ".join(unmatched)
+                + (f" (not discovered yet: {', '.join(undiscovered)})" if undiscovered else "")
+            )
         return toolkit, members
 
     def _clashed(self, clash: NameClash, *, refresh: bool) -> None:
