@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import anyio
+import anyio.lowlevel
 import pytest
 from mcp import Client
 
@@ -377,3 +380,33 @@ def test_the_help_of_base_url_names_the_default_it_takes(
     help_text = " ".join(capsys.readouterr().out.split())
     config = source_from_argument([str(CORPUS / "README.md")], name="s", headers={}, base_url=None)
     assert f"(default {config.base_url})" in help_text
+
+
+def test_ctrl_c_ends_a_command_as_a_cancellation_its_shielded_cleanup_survives() -> None:
+    # asyncio's own Ctrl-C is the main task's Task.cancel(), which goes through every shield: a
+    # Runtime being left, an embedded server stopping. A command sees Ctrl-C as anyio's.
+    from amends_toolkit.cli._main import _interruptible
+
+    finished: list[str] = []
+
+    async def command() -> None:
+        with anyio.CancelScope(shield=True):
+            os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C, in the middle of the cleanup
+            await anyio.lowlevel.checkpoint()  # where a native cancellation would land
+            finished.append("cleanup")
+        await anyio.sleep_forever()  # then Ctrl-C ends the command
+
+    with pytest.raises(KeyboardInterrupt):
+        anyio.run(_interruptible, command)
+    assert finished == ["cleanup"]
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # given back
+
+
+def test_a_command_that_ends_by_itself_gives_its_value() -> None:
+    from amends_toolkit.cli._main import _interruptible
+
+    async def command(value: int) -> int:
+        await anyio.lowlevel.checkpoint()
+        return value
+
+    assert anyio.run(_interruptible, command, 7) == 7

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import asyncio
 import gc
 import logging
 import sys
@@ -605,3 +606,47 @@ async def entered() -> AsyncIterator[Runtime]:
 async def test_a_runtime_entered_in_a_fixture_is_left_in_its_teardown(entered: Runtime) -> None:
     ref = await entered.spawn(Honouring())
     assert await ref.call("echo", {"text": "here"}) == {"text": "here"}
+
+
+class CancellingAsItLeaves(Honouring):
+    """A source whose lifespan, as it is left, cancels ``host`` the way asyncio's own runner
+    does at Ctrl-C (``Task.cancel()``, no cancel scope of anyio's), then finishes its cleanup
+    (its child runs in the Runtime's task group, which waits for it)."""
+
+    def __init__(self, host: asyncio.Task[object]) -> None:
+        super().__init__("cancelling")
+        self.host = host
+        self.left = False
+
+    @asynccontextmanager
+    async def lifespan(self) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            self.host.cancel()
+            with anyio.CancelScope(shield=True):
+                await anyio.sleep(0.01)
+            self.left = True
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"], indirect=True)
+async def test_a_native_cancellation_while_the_runtime_is_left_leaves_every_scope_in_order() -> (
+    None
+):
+    # Ctrl-C under asyncio.run is the main task's cancel(), whenever it comes: here, while the
+    # Runtime stops its children as it is left. It must still leave its task group, so that
+    # the scopes around it are left in order (else anyio raises "Attempted to exit a cancel
+    # scope that isn't the current task's current cancel scope").
+    host = asyncio.current_task()
+    assert host is not None
+    source = CancellingAsItLeaves(host)
+
+    async def leave() -> None:
+        async with anyio.create_task_group(), Runtime() as runtime:
+            await runtime.spawn(source)
+            await anyio.wait_all_tasks_blocked()
+
+    with pytest.raises(asyncio.CancelledError):
+        await leave()
+    assert source.left
+    host.uncancel()

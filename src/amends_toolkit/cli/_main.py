@@ -12,10 +12,11 @@ import difflib
 import json
 import logging
 import shlex
+import signal
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 
@@ -24,7 +25,7 @@ from amends_toolkit._extras import require_extra
 from amends_toolkit.cli._config import COMMAND_LINE_BASE_URL, PRESENTATIONS
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Awaitable, Callable, Sequence
 
     from amends_toolkit._json import JsonObject
     from amends_toolkit.cli._output import Output
@@ -41,6 +42,8 @@ EXTRAS = {
 }
 """The extra each command needs, and the top-level modules of it that the command imports
 (``httpx2`` comes with the SDK); each is checked before the command imports any of them."""
+
+T = TypeVar("T")
 
 MAX_NAMES_SHOWN = 10
 """Tools ``call`` names when the tool asked for is none of the source's: the near ones, or the
@@ -196,14 +199,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         elif options.command == "credentials":
             from amends_toolkit.cli._admin import credentials_command
 
-            code = anyio.run(credentials_command, options, output)
+            code = anyio.run(_interruptible, credentials_command, options, output)
         elif options.command == "demo":
             from amends_toolkit.cli._demo import run_demo
 
-            anyio.run(run_demo, output)
+            anyio.run(_interruptible, run_demo, output)
             code = 0
         else:
-            code = anyio.run(_one_source, options, stdio, output)
+            code = anyio.run(_interruptible, _one_source, options, stdio, output)
         sys.stdout.flush()  # here, so that a reader gone is found here and not at the exit
         return code
     except KeyboardInterrupt:
@@ -218,6 +221,39 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         output.error(_explain(_sole(error), stdio=stdio is not None))
         return 1
+
+
+async def _interruptible(command: Callable[..., Awaitable[T]], *args: object) -> T:
+    """``command(*args)``, ended by Ctrl-C (SIGINT) as a cancellation of anyio's, then raised
+    as ``KeyboardInterrupt`` (exit 130).
+
+    So its cleanup runs as its scopes shield it: asyncio's own handler cancels the main task
+    natively (``Task.cancel()``), which goes through every shield, at whatever point the task
+    is. A second Ctrl-C, while the first's cleanup runs, interrupts at once.
+    """
+    interrupted = False
+    try:
+        async with anyio.create_task_group() as tasks:
+
+            async def watch(*, task_status: anyio.abc.TaskStatus[None]) -> None:
+                nonlocal interrupted
+                with anyio.open_signal_receiver(signal.SIGINT) as signals:
+                    task_status.started()
+                    async for _ in signals:
+                        interrupted = True
+                        tasks.cancel_scope.cancel()
+                        return
+
+            await tasks.start(watch)
+            result = await command(*args)
+            tasks.cancel_scope.cancel()
+    except BaseException:
+        if interrupted:
+            raise KeyboardInterrupt from None
+        raise
+    if interrupted:
+        raise KeyboardInterrupt
+    return result
 
 
 def _sole(error: BaseException) -> BaseException:

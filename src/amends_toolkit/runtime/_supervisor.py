@@ -248,10 +248,18 @@ class Runtime:
         # Its own cancellation (a child passed on the program's exit) ends here.
         caught = block.__exit__(kind, error, traceback)
         # Stopping is cleanup: it runs whatever ended the block, and is bounded by the grace.
-        with anyio.CancelScope(shield=True):
-            async with anyio.create_task_group() as stopping:
-                for child in list(self._children.values()):
-                    stopping.start_soon(self._stop, child)
+        try:
+            with anyio.CancelScope(shield=True):
+                async with anyio.create_task_group() as stopping:
+                    for child in list(self._children.values()):
+                        stopping.start_soon(self._stop, child)
+        except BaseException as interrupted:
+            # Only a cancellation that is none of anyio's reaches through the shield: asyncio's
+            # Task.cancel(), as its runner does at Ctrl-C. The task group is left all the same
+            # (its children cancelled), so that every scope around the Runtime is left in order.
+            self._tasks = None
+            await tasks.__aexit__(type(interrupted), interrupted, interrupted.__traceback__)
+            raise
         self._tasks = None
         # The children's task group hears of the block's exception only a cancellation from
         # outside (its scope may be cancelled too), so that the block's own exception leaves it
