@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import logging
-from contextlib import asynccontextmanager, contextmanager
+from contextlib import asynccontextmanager, contextmanager, suppress
 from typing import TYPE_CHECKING, Annotated
 
 import anyio
@@ -26,6 +26,7 @@ from fastmcp import FastMCP
 from fastmcp.exceptions import ToolError
 from pydantic import Field
 from starlette.applications import Starlette
+from starlette.requests import ClientDisconnect
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
@@ -182,6 +183,19 @@ class Guarded:
         await self.app(scope, receive, send)
 
 
+class Disconnects:
+    """End a request whose client went away mid-request (the demo's own calls, cut by Ctrl-C)
+    as the end of that request: nothing is left to answer, and nothing went wrong. Without it
+    uvicorn logs the SDK's ``ClientDisconnect`` as an ERROR with its traceback."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        with suppress(ClientDisconnect):
+            await self.app(scope, receive, send)
+
+
 @asynccontextmanager
 async def serve(app: ASGIApp) -> AsyncIterator[str]:
     """Serve an ASGI app with uvicorn on 127.0.0.1 and a free port; yield its base URL.
@@ -192,7 +206,7 @@ async def serve(app: ASGIApp) -> AsyncIterator[str]:
     ERROR with its traceback.
     """
     config = uvicorn.Config(
-        app, host="127.0.0.1", port=0, log_level="warning", timeout_graceful_shutdown=1
+        Disconnects(app), host="127.0.0.1", port=0, log_level="warning", timeout_graceful_shutdown=1
     )
     server = QuietServer(config)
 
