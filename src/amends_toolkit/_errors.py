@@ -56,6 +56,7 @@ __all__ = (
     "UnavailableError",
     "UnknownError",
     "UnsupportedError",
+    "sole",
 )
 
 
@@ -335,3 +336,11 @@ class NameClash(Exception):
 
 class CatalogError(ValueError):
     """Catalog JSON that cannot be read back: names the key or value at fault."""
+
+
+def sole(error: BaseException) -> BaseException:
+    """The one error inside a task group's group (and the groups of one it holds), else
+    ``error``: what a person or a log line is told of."""
+    while isinstance(error, BaseExceptionGroup) and len(error.exceptions) == 1:
+        error = error.exceptions[0]
+    return error

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 
-from amends_toolkit._errors import ToolSourceError
+from amends_toolkit._errors import ToolSourceError, sole
 from amends_toolkit._extras import require_extra
 from amends_toolkit.cli._config import COMMAND_LINE_BASE_URL, PRESENTATIONS
 
@@ -212,14 +212,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     except Exception as error:
-        if isinstance(_sole(error), BrokenPipeError):
+        if isinstance(sole(error), BrokenPipeError):
             # Its reader went away (`| head`): quietly, as Python's docs advise.
             silence(sys.stdout.fileno())
             return 1
         # A person reads it: one line, the traceback only when asked for.
         if options.debug:
             raise
-        output.error(_explain(_sole(error), stdio=stdio is not None))
+        output.error(_explain(sole(error), stdio=stdio is not None))
         return 1
 
 
@@ -254,13 +254,6 @@ async def _interruptible(command: Callable[..., Awaitable[T]], *args: object) ->
     if interrupted:
         raise KeyboardInterrupt
     return result
-
-
-def _sole(error: BaseException) -> BaseException:
-    """The error a group of one holds (a task group's), else the error."""
-    while isinstance(error, BaseExceptionGroup) and len(error.exceptions) == 1:
-        error = error.exceptions[0]
-    return error
 
 
 def _explain(error: BaseException, *, stdio: bool) -> str:

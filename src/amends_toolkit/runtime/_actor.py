@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from amends_toolkit._errors import ToolSourceError, UnavailableError, UnknownError
+from amends_toolkit._errors import ToolSourceError, UnavailableError, UnknownError, sole
 from amends_toolkit._log import get_logger
 from amends_toolkit._progress import listening
 from amends_toolkit.runtime._deadlines import timed_out
@@ -433,13 +433,6 @@ def _cancel_running(life: _Life) -> None:
     for request in list(life.running):
         if request.scope is not None:
             request.scope.cancel()
-
-
-def sole(error: BaseException) -> BaseException:
-    """The one error inside a task group's group (and the groups it holds), or ``error``."""
-    while isinstance(error, BaseExceptionGroup) and len(error.exceptions) == 1:
-        error = error.exceptions[0]
-    return error
 
 
 def described(error: BaseException) -> str:

@@ -96,10 +96,10 @@ import anyio
 import attrs
 import sniffio
 
-from amends_toolkit._errors import ToolSourceError
+from amends_toolkit._errors import ToolSourceError, sole
 from amends_toolkit._log import get_logger
 from amends_toolkit._options import check_optional_seconds, check_seconds
-from amends_toolkit.runtime._actor import Actor, described, sole
+from amends_toolkit.runtime._actor import Actor, described
 from amends_toolkit.runtime._mailbox import Mailbox, Shares
 from amends_toolkit.runtime._messages import waiters
 from amends_toolkit.runtime._ref import ActorRef
