@@ -72,6 +72,17 @@ class Collector:
         with self._lock:
             return [s for s in self.spans if s["name"] == name and s["trace"] == trace]
 
+    async def exported(self, trace: str, *names: str) -> list[dict[str, Any]]:
+        """The one span of each name in ``trace``, once every one of them has come: each
+        process (the gateway, its upstream) exports its spans in batches of its own, and a
+        parent ends after its child, so one span come says nothing of another."""
+        await eventually(lambda: all(self.named(name, trace) for name in names))
+        found = []
+        for name in names:
+            (span,) = self.named(name, trace)
+            found.append(span)
+        return found
+
 
 @pytest.fixture(scope="module")
 def collector() -> Iterator[tuple[Collector, int]]:
@@ -114,11 +125,13 @@ async def test_a_trace_the_client_sends_in_meta_is_continued_and_exported(
     params = dict(CALL["params"])  # type: ignore[call-overload]
     params["_meta"] = {**params["_meta"], "traceparent": f"00-{CLIENT_TRACE}-{CLIENT_SPAN}-01"}
     await call(gateway.wait_ready(), {**CALL, "params": params}, MODERN)
-    await eventually(lambda: bool(receiver.named("tools/call add", CLIENT_TRACE)))
-    (front,) = receiver.named("tools/call grower__add", CLIENT_TRACE)
-    (tool,) = receiver.named("execute_tool grower__add", CLIENT_TRACE)
-    (source,) = receiver.named("source.call grower", CLIENT_TRACE)
-    (upstream,) = receiver.named("tools/call add", CLIENT_TRACE)
+    front, tool, source, upstream = await receiver.exported(
+        CLIENT_TRACE,
+        "tools/call grower__add",
+        "execute_tool grower__add",
+        "source.call grower",
+        "tools/call add",
+    )
     # The SDK's server span is the client's child; ours go down from it to the upstream.
     assert front["parent"] == CLIENT_SPAN
     assert tool["parent"] == front["span"]
@@ -138,9 +151,9 @@ async def test_a_trace_the_client_sends_in_the_http_headers_is_continued(
     receiver, _ = collector
     headers = {**MODERN, "traceparent": f"00-{HEADER_TRACE}-{HEADER_SPAN}-01"}
     await call(gateway.wait_ready(), CALL, headers)
-    await eventually(lambda: bool(receiver.named("source.call grower", HEADER_TRACE)))
-    (tool,) = receiver.named("execute_tool grower__add", HEADER_TRACE)
+    (tool,) = await receiver.exported(HEADER_TRACE, "execute_tool grower__add")
     assert tool["parent"] == HEADER_SPAN
+    await eventually(lambda: bool(audited(gateway, HEADER_TRACE)))
     (line,) = audited(gateway, HEADER_TRACE)
     assert line["outcome"] == "ok"
 
