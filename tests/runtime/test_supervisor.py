@@ -608,25 +608,24 @@ async def test_a_runtime_entered_in_a_fixture_is_left_in_its_teardown(entered: R
     assert await ref.call("echo", {"text": "here"}) == {"text": "here"}
 
 
-class CancellingAsItLeaves(Honouring):
+class CancellingAsItLeaves(SlowToLeave):
     """A source whose lifespan, as it is left, cancels ``host`` the way asyncio's own runner
-    does at Ctrl-C (``Task.cancel()``, no cancel scope of anyio's), then finishes its cleanup
-    (its child runs in the Runtime's task group, which waits for it)."""
+    does at Ctrl-C (``Task.cancel()``, no cancel scope of anyio's), then finishes its shielded
+    cleanup (its child runs in the Runtime's task group, which waits for it)."""
+
+    honours_cancellation = True
 
     def __init__(self, host: asyncio.Task[object]) -> None:
-        super().__init__("cancelling")
+        super().__init__("cancelling", 0.01)
         self.host = host
-        self.left = False
 
     @asynccontextmanager
     async def lifespan(self) -> AsyncIterator[None]:
-        try:
-            yield
-        finally:
-            self.host.cancel()
-            with anyio.CancelScope(shield=True):
-                await anyio.sleep(0.01)
-            self.left = True
+        async with super().lifespan():
+            try:
+                yield
+            finally:
+                self.host.cancel()
 
 
 @pytest.mark.parametrize("anyio_backend", ["asyncio"], indirect=True)
